@@ -1,0 +1,167 @@
+// The storage contract. Every backend (embedded, redis) implements `Store` and passes the same
+// contract suite (test/storage/contract.ts). Handlers never talk to a backend directly: they go
+// through the registry (src/registry), which builds on these primitives.
+//
+// Semantics, in Kubernetes terms:
+// - resourceVersion (RV) is one monotonic integer counter for the whole store (all resources, all
+//   logical clusters), so a wildcard watch is one ordered stream.
+// - every write is one atomic compare-and-swap that bumps the RV and appends an event to the
+//   resource's event log; a watch can resume from any retained RV and gets `Expired` beyond it.
+// - reads are consistent: a get/list issued after a write was acknowledged (by any process
+//   sharing the backend) observes it.
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string | null;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+  managedFields?: unknown[];
+  [key: string]: unknown;
+}
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  [key: string]: unknown;
+}
+
+/** A resource type as stored: `configbutler.ai/gittargets`. */
+export interface ResourceRef {
+  group: string;
+  resource: string;
+}
+
+/**
+ * Identity of one stored object. `cluster` is the logical cluster (kcp workspace); the default
+ * cluster of a plain Kubernetes deployment is DEFAULT_CLUSTER. `namespace` is '' for
+ * cluster-scoped resources.
+ */
+export interface ObjectKey {
+  cluster: string;
+  namespace: string;
+  name: string;
+}
+
+export const DEFAULT_CLUSTER = '_';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface StoreEvent {
+  type: WatchEventType;
+  /** RV of this event (equals object.metadata.resourceVersion). */
+  rv: number;
+  cluster: string;
+  object: KubeObject;
+  /** The object as it was before this event (MODIFIED and DELETED); lets watchers compute selector transitions. */
+  prevObject?: KubeObject;
+}
+
+export interface ListOptions {
+  /** Logical cluster; undefined means every cluster (the kcp `*` wildcard). */
+  cluster?: string;
+  /** Namespace; undefined or '' means every namespace. */
+  namespace?: string;
+  /**
+   * `consistent` (default): the result reflects every write acknowledged before the call.
+   * `any`: may be served from the local cache without waiting (resourceVersion=0 semantics).
+   */
+  consistency?: 'consistent' | 'any';
+}
+
+export interface ListResult {
+  /** Sorted by (cluster, namespace, name). */
+  items: KubeObject[];
+  /** The store RV the list reflects. */
+  resourceVersion: number;
+}
+
+export interface WatchOptions {
+  cluster?: string;
+  namespace?: string;
+  /** Deliver every event with RV > fromRV. Rejects with StorageError('Expired') when fromRV is older than the retained log. */
+  fromRV: number;
+}
+
+export interface WatchHandle {
+  stop(): void;
+}
+
+export interface WatchCallbacks {
+  onEvent(event: StoreEvent): void;
+  /** Periodic progress notification: no event for this watcher up to `rv`. Used for BOOKMARKs. */
+  onProgress?(rv: number): void;
+  /** The watch ended from the store's side (backend lost); the client must re-list. */
+  onClose?(reason: StorageError): void;
+}
+
+export interface Lease {
+  name: string;
+  holder: string;
+  /** Fencing token: strictly increases every time the lease changes hands. */
+  token: number;
+  expiresAt: number;
+}
+
+export interface Store {
+  /** Short name for logs and /readyz: `embedded` or `redis`. */
+  readonly kind: string;
+
+  get(res: ResourceRef, key: ObjectKey, opts?: { consistency?: 'consistent' | 'any' }): Promise<KubeObject | undefined>;
+  list(res: ResourceRef, opts?: ListOptions): Promise<ListResult>;
+  /**
+   * Store a new object. The store sets metadata.resourceVersion. Rejects with
+   * StorageError('AlreadyExists') when the key is taken.
+   */
+  create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject>;
+  /**
+   * Compare-and-swap: replace the object only if its stored RV equals `expectedRV`.
+   * Rejects with 'NotFound' or 'Conflict'.
+   */
+  update(res: ResourceRef, key: ObjectKey, obj: KubeObject, expectedRV: number): Promise<KubeObject>;
+  /**
+   * Remove the object (only if its RV equals expectedRV when given). Resolves with the last state,
+   * whose resourceVersion is the RV of the deletion. Rejects with 'NotFound' or 'Conflict'.
+   */
+  delete(res: ResourceRef, key: ObjectKey, expectedRV?: number): Promise<KubeObject>;
+  watch(res: ResourceRef, opts: WatchOptions, cb: WatchCallbacks): Promise<WatchHandle>;
+  /** The latest RV the backend has assigned. */
+  currentRV(): Promise<number>;
+  /** Oldest RV a watch of `res` can resume from (events after it are retained). */
+  oldestRetainedRV(res: ResourceRef): number;
+
+  /** Acquire or take over an expired lease. Resolves null when someone else holds it. */
+  acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null>;
+  /** Extend a lease we hold; false when it was lost (expired and taken, or released). */
+  renewLease(name: string, holder: string, token: number, ttlMs: number): Promise<boolean>;
+  /** True while `token` is the current, unexpired token of the lease (the fencing check). */
+  checkLease(name: string, token: number): Promise<boolean>;
+  releaseLease(name: string, holder: string, token: number): Promise<void>;
+
+  /** Health for /readyz: undefined when healthy, else the reason. */
+  unhealthyReason(): string | undefined;
+  close(): Promise<void>;
+}
+
+export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Expired' | 'Unavailable' | 'Timeout';
+
+export class StorageError extends Error {
+  constructor(
+    readonly code: StorageErrorCode,
+    message: string,
+    /** For Conflict: the RV actually stored; for Expired: the oldest retained RV. */
+    readonly currentRV?: number,
+  ) {
+    super(message);
+    this.name = 'StorageError';
+  }
+}
