@@ -1,0 +1,64 @@
+// Identity and authorization contracts, shaped like k8s.io/apiserver's user.Info,
+// authenticator.Request and authorizer.Attributes so operators recognise them.
+import type { X509Certificate } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const ANONYMOUS_USER: UserInfo = Object.freeze({
+  username: 'system:anonymous',
+  groups: ['system:unauthenticated'],
+}) as UserInfo;
+
+/** What an authenticator sees of a request. */
+export interface AuthnRequest {
+  /** The TLS peer chain, leaf first, as presented by the client; undefined without a client certificate. */
+  peerChain?: X509Certificate[];
+  headers: IncomingHttpHeaders;
+  /** Node's raw header list (name, value, name, value...), so repeated headers stay separate lines. */
+  rawHeaders: string[];
+}
+
+export type AuthnResult =
+  | { kind: 'user'; user: UserInfo; /** headers the authenticator consumed and the server must strip */ consumedHeaders?: string[] }
+  | { kind: 'anonymous' }
+  | { kind: 'error'; message: string };
+
+export interface Authenticator {
+  authenticate(req: AuthnRequest): Promise<AuthnResult>;
+}
+
+/** authorizer.Attributes */
+export interface Attributes {
+  user: UserInfo;
+  verb: string;
+  resourceRequest: boolean;
+  /** Non-resource requests: the URL path. */
+  path?: string;
+  namespace?: string;
+  apiGroup?: string;
+  apiVersion?: string;
+  resource?: string;
+  subresource?: string;
+  name?: string;
+}
+
+export type Decision = 'allow' | 'deny' | 'noopinion';
+
+export interface AuthorizationResult {
+  decision: Decision;
+  reason?: string;
+}
+
+/**
+ * Authorizers may throw: the caller treats any error as a denial (fail closed) and says the check
+ * could not be made.
+ */
+export interface Authorizer {
+  authorize(attrs: Attributes): Promise<AuthorizationResult>;
+}
