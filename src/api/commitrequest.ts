@@ -1,0 +1,108 @@
+// CommitRequest: a one-shot "save" that closes a GitTarget's pending changes into one commit.
+import { Type } from '@sinclair/typebox';
+import { ConditionsSchema, LocalObjectReferenceSchema, ObjectMetaSchema } from './meta.js';
+import { type FieldError, invalidValue } from './field-errors.js';
+
+export const MESSAGE_MAX = 1024;
+
+export const CommitRequestSpecSchema = Type.Object(
+  {
+    targetRef: Type.Object(LocalObjectReferenceSchema.properties, {
+      additionalProperties: false,
+      description: 'The GitTarget whose pending changes this request commits (same namespace).',
+    }),
+    message: Type.String({
+      minLength: 1,
+      maxLength: MESSAGE_MAX,
+      description: 'Commit message, 1..1024 characters; newlines allowed, other control characters refused.',
+    }),
+    author: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 256, description: 'Author name.' }),
+          email: Type.String({ minLength: 3, maxLength: 256, description: 'Author email.' }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Commit author to assert. Requires the RBAC verb assert-author on the GitTarget; omitted means the submitter is the author.',
+        },
+      ),
+    ),
+    closeDelaySeconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 300, default: 0, description: 'Keep collecting changes for this long after attaching, 0..300.' }),
+    ),
+    ttlSecondsAfterFinished: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 31536000, default: 3600, description: 'Delete the request this long after it finished.' }),
+    ),
+  },
+  { additionalProperties: false, description: 'CommitRequestSpec is immutable after creation.' },
+);
+
+export const CommitRequestStatusSchema = Type.Object(
+  {
+    observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
+    submitter: Type.Optional(
+      Type.Object(
+        {
+          username: Type.String(),
+          uid: Type.Optional(Type.String()),
+          groups: Type.Optional(Type.Array(Type.String())),
+          extra: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+        },
+        { additionalProperties: false, description: 'Who created the request, recorded by the server from the authenticated identity.' },
+      ),
+    ),
+    conditions: Type.Optional(ConditionsSchema),
+    sha: Type.Optional(Type.String({ description: 'The commit made for this request.' })),
+    branch: Type.Optional(Type.String({ description: 'The branch the commit was pushed to.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const CommitRequestSchema = Type.Object(
+  {
+    apiVersion: Type.Optional(Type.String({ description: 'APIVersion defines the versioned schema of this representation of an object.' })),
+    kind: Type.Optional(Type.String({ description: 'Kind is a string value representing the REST resource this object represents.' })),
+    metadata: Type.Optional(ObjectMetaSchema),
+    spec: CommitRequestSpecSchema,
+    status: Type.Optional(CommitRequestStatusSchema),
+  },
+  {
+    additionalProperties: false,
+    description: "CommitRequest closes a GitTarget's pending changes into one commit with a message and an author.",
+  },
+);
+
+// Newlines (and the CR of CRLF) are allowed; every other C0 control and DEL is refused.
+const FORBIDDEN_CONTROL = /[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/;
+const EMAIL = /^[^\s@<>]+@[^\s@<>]+$/;
+
+export function validateCommitRequest(obj: Record<string, unknown>): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = (obj.spec ?? {}) as Record<string, unknown>;
+  if (typeof spec.message === 'string') {
+    const m = FORBIDDEN_CONTROL.exec(spec.message);
+    if (m) {
+      const code = m[0].charCodeAt(0).toString(16).padStart(2, '0');
+      errs.push(invalidValue('spec.message', spec.message, `must not contain control characters other than newlines (found \\x${code})`));
+    } else if (spec.message.trim() === '') {
+      errs.push(invalidValue('spec.message', spec.message, 'must not be blank'));
+    }
+  }
+  const author = spec.author as Record<string, unknown> | undefined;
+  if (author && typeof author.email === 'string' && !EMAIL.test(author.email)) {
+    errs.push(invalidValue('spec.author.email', author.email, 'must be an email address (name@domain)'));
+  }
+  if (author && typeof author.name === 'string' && /[<>\n\r\x00]/.test(author.name)) {
+    errs.push(invalidValue('spec.author.name', author.name, 'must not contain "<", ">" or line breaks'));
+  }
+  return errs;
+}
+
+export function validateCommitRequestUpdate(obj: Record<string, unknown>, old: Record<string, unknown>): FieldError[] {
+  if (JSON.stringify(obj.spec ?? null) !== JSON.stringify(old.spec ?? null)) {
+    return [invalidValue('spec', obj.spec, 'field is immutable; a CommitRequest cannot be changed after creation, create a new one')];
+  }
+  return [];
+}

@@ -1,0 +1,163 @@
+// The one module that builds every metav1.Status error. Messages follow
+// k8s.io/apimachinery/pkg/api/errors so clients (kubectl, client-go) render them as they would
+// for kube-apiserver: `details.kind` is the resource (plural) for NotFound/AlreadyExists/Conflict/
+// Forbidden and the Kind for Invalid, and messages use `<resource>.<group>`.
+import { type FieldError, fieldErrorBody, fieldErrorString } from './field-errors.js';
+
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  uid?: string;
+  causes?: StatusCause[];
+  retryAfterSeconds?: number;
+}
+
+export interface Status {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  status: 'Failure' | 'Success';
+  message?: string;
+  reason?: string;
+  details?: StatusDetails;
+  code: number;
+}
+
+/** An error that carries the Status the client receives. Anything else reaching the top is a 500. */
+export class StatusError extends Error {
+  constructor(readonly status: Status, readonly headers: Record<string, string> = {}) {
+    super(status.message ?? status.reason ?? 'error');
+    this.name = 'StatusError';
+  }
+  get code(): number {
+    return this.status.code;
+  }
+}
+
+/** Identifies the kind of object an error is about. */
+export interface GroupResource {
+  group: string;
+  resource: string;
+  kind?: string;
+}
+
+function qualified(gr: GroupResource): string {
+  return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+}
+
+function failure(code: number, reason: string, message: string, details?: StatusDetails): StatusError {
+  const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+  if (details) status.details = details;
+  return new StatusError(status);
+}
+
+export function notFound(gr: GroupResource, name: string): StatusError {
+  return failure(404, 'NotFound', `${qualified(gr)} "${name}" not found`, { name, group: gr.group, kind: gr.resource });
+}
+
+/** Unknown paths: the generic "could not find the requested resource". */
+export function pathNotFound(): StatusError {
+  return failure(404, 'NotFound', 'the server could not find the requested resource', {});
+}
+
+export function alreadyExists(gr: GroupResource, name: string): StatusError {
+  return failure(409, 'AlreadyExists', `${qualified(gr)} "${name}" already exists`, { name, group: gr.group, kind: gr.resource });
+}
+
+export function conflict(gr: GroupResource, name: string, why: string): StatusError {
+  return failure(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(gr)} "${name}": ${why}`, {
+    name,
+    group: gr.group,
+    kind: gr.resource,
+  });
+}
+
+export const OBJECT_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again';
+
+export function invalid(gr: GroupResource & { kind: string }, name: string, errs: FieldError[]): StatusError {
+  const body = errs.length === 1 ? fieldErrorString(errs[0]!) : `[${errs.map(fieldErrorString).join(', ')}]`;
+  return failure(422, 'Invalid', `${gr.kind}.${gr.group} "${name}" is invalid: ${body}`, {
+    name,
+    group: gr.group,
+    kind: gr.kind,
+    causes: errs.map((e) => ({ reason: e.type, message: fieldErrorBody(e), field: e.field })),
+  });
+}
+
+/** Invalid query options (ListOptions, CreateOptions, ...), as apimachinery reports them. */
+export function invalidOptions(kind: string, errs: FieldError[]): StatusError {
+  const body = errs.length === 1 ? fieldErrorString(errs[0]!) : `[${errs.map(fieldErrorString).join(', ')}]`;
+  return failure(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: ${body}`, {
+    group: 'meta.k8s.io',
+    kind,
+    causes: errs.map((e) => ({ reason: e.type, message: fieldErrorBody(e), field: e.field })),
+  });
+}
+
+export function badRequest(message: string): StatusError {
+  return failure(400, 'BadRequest', message);
+}
+
+export function unauthorized(): StatusError {
+  return failure(401, 'Unauthorized', 'Unauthorized');
+}
+
+export function forbidden(message: string, details?: StatusDetails): StatusError {
+  return failure(403, 'Forbidden', message, details ?? {});
+}
+
+export function methodNotAllowed(): StatusError {
+  return failure(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
+}
+
+export function notAcceptable(message = 'only the following media types are accepted: application/json, application/yaml'): StatusError {
+  return failure(406, 'NotAcceptable', message);
+}
+
+export function gone(message: string): StatusError {
+  return failure(410, 'Expired', message);
+}
+
+export const CONTINUE_TOO_OLD =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.';
+
+export function entityTooLarge(limitBytes: number): StatusError {
+  return failure(413, 'RequestEntityTooLarge', `the request body is larger than the limit of ${limitBytes} bytes`);
+}
+
+export function unsupportedMediaType(message: string): StatusError {
+  return failure(415, 'UnsupportedMediaType', message);
+}
+
+export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];
+
+export function unsupportedPatchType(): StatusError {
+  return unsupportedMediaType(
+    `the body of the request was in an unknown format - accepted media types include: ${PATCH_MEDIA_TYPES.join(', ')}`,
+  );
+}
+
+export function serviceUnavailable(message: string, retryAfterSeconds = 1): StatusError {
+  const e = failure(503, 'ServiceUnavailable', message, { retryAfterSeconds });
+  e.headers['retry-after'] = String(retryAfterSeconds);
+  return e;
+}
+
+export function timeout(message: string): StatusError {
+  return failure(504, 'Timeout', message, {});
+}
+
+export function internalError(message: string): StatusError {
+  return failure(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] });
+}
+
+export function successStatus(details: StatusDetails): Status {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details, code: 200 };
+}
