@@ -1,0 +1,244 @@
+// The embedded store: the whole state in memory (WatchCache), made durable under
+// `<dataDir>/store/` by DurableLog (group-committed append-only log + snapshots). Single process:
+// two processes must not share one data directory.
+
+import { DurableLog, type LogRecord } from './durable-log.js';
+import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
+import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, type LeaseState } from './lease.js';
+import {
+  StorageError,
+  type KubeObject,
+  type Lease,
+  type ListOptions,
+  type ListResult,
+  type ObjectKey,
+  type ResourceRef,
+  type Store,
+  type WatchCallbacks,
+  type WatchHandle,
+  type WatchOptions,
+} from './types.js';
+import { WatchCache, type ResourceCache } from './watch-cache.js';
+import { join } from 'node:path';
+
+export interface EmbeddedStoreOptions {
+  /** Persist under `<dataDir>/store/`; memory only when absent. */
+  dataDir?: string;
+  /** Watch history kept per resource (default 10,000 events). */
+  eventLogRetention?: number;
+  /** Log records between snapshots (default 10,000). */
+  snapshotEvery?: number;
+  /** Bookmark interval for idle watchers (default 1000 ms). */
+  progressIntervalMs?: number;
+  /** Deep-freeze stored objects so accidental mutation throws (tests). */
+  freezeObjects?: boolean;
+}
+
+interface Snapshot {
+  rv: number;
+  /** resource id -> [cluster, namespace, name, object][] */
+  resources: Record<string, [string, string, string, KubeObject][]>;
+  leases: Record<string, LeaseState>;
+}
+
+export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store> {
+  const store = new EmbeddedStore(opts);
+  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000);
+  return store;
+}
+
+export function withRV(obj: KubeObject, rv: number): KubeObject {
+  return { ...obj, metadata: { ...obj.metadata, resourceVersion: String(rv) } };
+}
+
+export function storedRV(obj: KubeObject): number {
+  return Number(obj.metadata.resourceVersion);
+}
+
+class EmbeddedStore implements Store {
+  readonly kind = 'embedded';
+  private rv = 0;
+  /** RV at load: every event after it is in the history. */
+  private baseRV = 0;
+  private readonly cache: WatchCache;
+  private readonly leases = new Map<string, LeaseState>();
+  private log: DurableLog | undefined;
+  private closed = false;
+
+  constructor(opts: EmbeddedStoreOptions) {
+    this.cache = new WatchCache({
+      retention: opts.eventLogRetention,
+      progressIntervalMs: opts.progressIntervalMs,
+      freeze: opts.freezeObjects,
+      progressRV: () => this.rv,
+    });
+  }
+
+  async open(dir: string, snapshotEvery: number): Promise<void> {
+    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture());
+    this.log = log;
+    const snap = loaded.snapshot;
+    if (snap) {
+      this.rv = this.baseRV = snap.rv;
+      for (const [id, objs] of Object.entries(snap.resources)) {
+        this.cache.resource(id, snap.rv).reset(
+          objs.map(([cluster, namespace, name, obj]) => [{ cluster, namespace, name }, obj]),
+          snap.rv,
+        );
+      }
+      for (const [name, l] of Object.entries(snap.leases)) this.leases.set(name, l);
+    }
+    for (const rec of loaded.records) this.replay(rec);
+  }
+
+  private replay(rec: LogRecord): void {
+    if (rec.op === 'lease') {
+      this.leases.set(rec.name as string, rec.l as LeaseState);
+      return;
+    }
+    const obj = rec.o as KubeObject;
+    const rv = storedRV(obj);
+    const [cluster, namespace, name] = rec.k as [string, string, string];
+    this.rc(parseResourceId(rec.r as string)).apply(rec.t as 'ADDED', { cluster, namespace, name }, obj, rv);
+    if (rv > this.rv) this.rv = rv;
+  }
+
+  private capture(): Omit<Snapshot, 'seq'> {
+    const resources: Snapshot['resources'] = {};
+    for (const rc of this.cache.all()) {
+      const out: Snapshot['resources'][string] = [];
+      for (const [k, obj] of rc.entries()) {
+        const { cluster, namespace, name } = parseObjectMapKey(k);
+        out.push([cluster, namespace, name, obj]);
+      }
+      resources[rc.id] = out;
+    }
+    return { rv: this.rv, resources, leases: Object.fromEntries(this.leases) };
+  }
+
+  private rc(res: ResourceRef): ResourceCache {
+    return this.cache.resource(resourceId(res), this.baseRV);
+  }
+
+  private writable(): void {
+    if (this.closed) throw new StorageError('Unavailable', 'store is closed');
+    const bad = this.log?.unhealthy;
+    if (bad) throw new StorageError('Unavailable', bad);
+  }
+
+  private persist(rec: Omit<LogRecord, 's'>): Promise<void> {
+    return this.log ? this.log.append(rec) : Promise.resolve();
+  }
+
+  async get(res: ResourceRef, key: ObjectKey): Promise<KubeObject | undefined> {
+    return this.rc(res).get(key);
+  }
+
+  async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
+    return { items: this.rc(res).list(opts.cluster, opts.namespace), resourceVersion: this.rv };
+  }
+
+  async create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
+    this.writable();
+    const rc = this.rc(res);
+    if (rc.get(key)) throw new StorageError('AlreadyExists', `${describe(res, key)} already exists`);
+    return this.write(res, rc, 'ADDED', key, obj);
+  }
+
+  async update(res: ResourceRef, key: ObjectKey, obj: KubeObject, expectedRV: number): Promise<KubeObject> {
+    this.writable();
+    const rc = this.rc(res);
+    this.precondition(res, rc, key, expectedRV);
+    return this.write(res, rc, 'MODIFIED', key, obj);
+  }
+
+  async delete(res: ResourceRef, key: ObjectKey, expectedRV?: number): Promise<KubeObject> {
+    this.writable();
+    const rc = this.rc(res);
+    const cur = this.precondition(res, rc, key, expectedRV);
+    return this.write(res, rc, 'DELETED', key, cur);
+  }
+
+  private precondition(res: ResourceRef, rc: ResourceCache, key: ObjectKey, expectedRV?: number): KubeObject {
+    const cur = rc.get(key);
+    if (!cur) throw new StorageError('NotFound', `${describe(res, key)} not found`);
+    const curRV = storedRV(cur);
+    if (expectedRV !== undefined && curRV !== expectedRV) {
+      throw new StorageError('Conflict', `${describe(res, key)} has resourceVersion ${curRV}, not ${expectedRV}`, curRV);
+    }
+    return cur;
+  }
+
+  private async write(res: ResourceRef, rc: ResourceCache, type: 'ADDED' | 'MODIFIED' | 'DELETED', key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
+    // Applied to memory synchronously (so the next compare-and-swap sees it), acknowledged only
+    // once the log line is on disk.
+    const rv = ++this.rv;
+    const stored = withRV(obj, rv);
+    rc.apply(type, key, stored, rv);
+    await this.persist({ op: type === 'DELETED' ? 'del' : 'put', r: resourceId(res), k: [key.cluster, key.namespace, key.name], t: type, o: stored });
+    return stored;
+  }
+
+  async watch(res: ResourceRef, opts: WatchOptions, cb: WatchCallbacks): Promise<WatchHandle> {
+    if (this.closed) throw new StorageError('Unavailable', 'store is closed');
+    return this.rc(res).watch(opts, cb);
+  }
+
+  async currentRV(): Promise<number> {
+    return this.rv;
+  }
+
+  oldestRetainedRV(res: ResourceRef): number {
+    return this.rc(res).oldestRV;
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null> {
+    this.writable();
+    const next = leaseAcquire(this.leases.get(name), holder, ttlMs, Date.now());
+    if (!next) return null;
+    await this.setLease(name, next);
+    return { name, ...next };
+  }
+
+  async renewLease(name: string, holder: string, token: number, ttlMs: number): Promise<boolean> {
+    this.writable();
+    const next = leaseRenew(this.leases.get(name), holder, token, ttlMs, Date.now());
+    if (!next) return false;
+    await this.setLease(name, next);
+    return true;
+  }
+
+  async checkLease(name: string, token: number): Promise<boolean> {
+    return leaseCheck(this.leases.get(name), token, Date.now());
+  }
+
+  async releaseLease(name: string, holder: string, token: number): Promise<void> {
+    this.writable();
+    const next = leaseRelease(this.leases.get(name), holder, token);
+    if (next) await this.setLease(name, next);
+  }
+
+  private setLease(name: string, l: LeaseState): Promise<void> {
+    this.leases.set(name, l);
+    return this.persist({ op: 'lease', name, l });
+  }
+
+  unhealthyReason(): string | undefined {
+    return this.closed ? 'store is closed' : this.log?.unhealthy;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.cache.stop();
+    this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
+    await this.log?.close();
+  }
+}
+
+export function describe(res: ResourceRef, key: ObjectKey): string {
+  const gr = res.group ? `${res.resource}.${res.group}` : res.resource;
+  const ns = key.namespace ? `${key.namespace}/` : '';
+  const cl = key.cluster ? ` (cluster ${key.cluster})` : '';
+  return `${gr} "${ns}${key.name}"${cl}`;
+}

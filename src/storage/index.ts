@@ -1,0 +1,50 @@
+// Backend selection for `--storage`. Validation of the Redis options (key prefix) happens here,
+// before anything connects, so a bad flag fails at startup with the rule it broke.
+
+import { createEmbeddedStore } from './embedded.js';
+import { validateKeyPrefix, DEFAULT_KEY_PREFIX } from './keys.js';
+import type { Store } from './types.js';
+
+export * from './types.js';
+export { validateKeyPrefix, DEFAULT_KEY_PREFIX } from './keys.js';
+export { DEFAULT_EVENT_LOG_RETENTION } from './watch-cache.js';
+
+export interface StoreOptions {
+  storage: 'embedded' | 'redis';
+  /** Embedded: persist under `<dataDir>/store/` (memory only when absent). */
+  dataDir?: string;
+  /** Redis: redis:// or rediss:// URL. */
+  redisUrl?: string;
+  /** Redis: key prefix (default `reverser`), validated by validateKeyPrefix. */
+  redisKeyPrefix?: string;
+  /** Redis: extra ioredis options (Sentinel, TLS, ...); `cluster` switches to Redis Cluster nodes. */
+  redisOptions?: Record<string, unknown>;
+  /** Redis Cluster startup nodes; when set, the Cluster client is used. */
+  redisClusterNodes?: string[];
+  /** Watch history per resource (default 10,000 events). */
+  eventLogRetention?: number;
+}
+
+export async function createStore(options: StoreOptions): Promise<Store> {
+  if (options.eventLogRetention !== undefined && !(Number.isInteger(options.eventLogRetention) && options.eventLogRetention >= 1)) {
+    throw new Error(`event-log-retention must be a positive integer (got ${options.eventLogRetention})`);
+  }
+  switch (options.storage) {
+    case 'embedded':
+      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention });
+    case 'redis': {
+      const prefix = validateKeyPrefix(options.redisKeyPrefix ?? DEFAULT_KEY_PREFIX);
+      if (!options.redisUrl && !options.redisClusterNodes?.length) throw new Error('--storage=redis requires --redis-url');
+      const { createRedisStore } = await import('./redis/store.js');
+      return createRedisStore({
+        url: options.redisUrl,
+        clusterNodes: options.redisClusterNodes,
+        keyPrefix: prefix,
+        redisOptions: options.redisOptions,
+        eventLogRetention: options.eventLogRetention,
+      });
+    }
+    default:
+      throw new Error(`unknown storage ${JSON.stringify((options as { storage: unknown }).storage)}; use embedded or redis`);
+  }
+}

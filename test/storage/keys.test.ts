@@ -1,0 +1,44 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RedisKeys, objectMapKey, validateKeyPrefix } from '../../src/storage/keys.js';
+import { createStore } from '../../src/storage/index.js';
+
+test('key prefix: trailing colons trimmed, rules named in errors', () => {
+  assert.equal(validateKeyPrefix('reverser'), 'reverser');
+  assert.equal(validateKeyPrefix('tenant-7:'), 'tenant-7');
+  assert.equal(validateKeyPrefix('tenant-7:::'), 'tenant-7');
+  assert.equal(validateKeyPrefix('cell-a:tenant_7.x'), 'cell-a:tenant_7.x');
+  assert.equal(validateKeyPrefix('x'.repeat(128)), 'x'.repeat(128));
+  assert.throws(() => validateKeyPrefix(''), /non-empty/);
+  assert.throws(() => validateKeyPrefix(':::'), /non-empty/);
+  assert.throws(() => validateKeyPrefix('x'.repeat(129)), /at most 128 characters/);
+  assert.throws(() => validateKeyPrefix('a*b'), /contains "\*"; allowed characters are \[A-Za-z0-9\], '-', '_', '\.' and ':'/);
+  assert.throws(() => validateKeyPrefix('a{b}'), /contains "\{"/);
+  assert.throws(() => validateKeyPrefix('a b'), /contains " "/);
+});
+
+test('createStore refuses a bad prefix before connecting', async () => {
+  await assert.rejects(createStore({ storage: 'redis', redisUrl: 'redis://127.0.0.1:1', redisKeyPrefix: 'bad prefix' }), /allowed characters/);
+  await assert.rejects(createStore({ storage: 'embedded', eventLogRetention: 0 }), /positive integer/);
+});
+
+test('redis keys: one hash tag per logical cluster; single slot on Redis Cluster', () => {
+  const k = new RedisKeys('p:');
+  const res = { group: 'configbutler.ai', resource: 'gittargets' };
+  assert.equal(k.objects('root:org', res), 'p:{c:root%3Aorg}:obj:configbutler.ai/gittargets');
+  assert.equal(k.rv(), 'p:{g}:rv');
+  const one = new RedisKeys('p', true);
+  for (const key of [one.rv(), one.objects('a', res), one.log(res), one.lease('x'), one.clusters(res)]) {
+    assert.match(key, /^p:\{p\}:/);
+  }
+});
+
+test('map keys sort as (cluster, namespace, name)', () => {
+  const ks = [
+    { cluster: 'a', namespace: 'b', name: 'c' },
+    { cluster: 'a', namespace: '', name: 'z' },
+    { cluster: 'a-b', namespace: '', name: 'a' },
+    { cluster: 'a', namespace: 'b-c', name: 'a' },
+  ].map(objectMapKey);
+  assert.deepEqual([...ks].sort(), [ks[1], ks[0], ks[3], ks[2]]);
+});
