@@ -1,0 +1,135 @@
+// Schema validation with ajv, compiled once per resource from the same TypeBox schema that
+// produces the OpenAPI documents. Unknown fields are handled per request (fieldValidation):
+// Strict rejects them (422 naming each), Warn prunes them with a warning, Ignore prunes silently.
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { TSchema } from '@sinclair/typebox';
+import { type FieldError, forbiddenField, invalidValue, notSupported, required } from './field-errors.js';
+
+// ajv and ajv-formats are CommonJS with a default export; under NodeNext the namespace is what we get.
+const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
+const addFormats = (addFormatsModule as unknown as { default: typeof addFormatsModule }).default ?? addFormatsModule;
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+type Schema = Record<string, any>;
+
+const ajv = new (Ajv as any)({ allErrors: true, useDefaults: true, strict: false, coerceTypes: false });
+(addFormats as any)(ajv);
+
+function joinPath(base: string, key: string): string {
+  return base ? `${base}.${key}` : key;
+}
+
+/** Walks value against schema and reports (or removes) properties the schema does not declare. */
+function unknownFields(schema: Schema | undefined, value: unknown, path: string, out: string[], prune: boolean): void {
+  if (!schema || value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (schema.items) value.forEach((v, i) => unknownFields(schema.items, v, `${path}[${i}]`, out, prune));
+    return;
+  }
+  if (schema.type !== 'object') return;
+  const props: Record<string, Schema> = schema.properties ?? {};
+  for (const key of Object.keys(value as object)) {
+    const child = props[key];
+    if (child) unknownFields(child, (value as any)[key], joinPath(path, key), out, prune);
+    else if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
+      unknownFields(schema.additionalProperties, (value as any)[key], joinPath(path, key), out, prune);
+    } else if (schema.additionalProperties === false) {
+      out.push(joinPath(path, key));
+      if (prune) delete (value as any)[key];
+    }
+  }
+}
+
+function instanceToField(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : joinPath(acc, seg)), '');
+}
+
+function valueAt(root: unknown, instancePath: string): unknown {
+  let cur: any = root;
+  for (const seg of instancePath.split('/').slice(1)) cur = cur?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return cur;
+}
+
+function toFieldErrors(errors: ErrorObject[], root: unknown): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  // Errors inside an anyOf branch are summarised by the anyOf error itself.
+  const anyOfPaths = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.schemaPath);
+  for (const e of errors) {
+    if (anyOfPaths.some((p) => e.schemaPath !== p && e.schemaPath.startsWith(p.replace(/\/anyOf$/, '/anyOf/')))) continue;
+    const field = instanceToField(e.instancePath);
+    const value = valueAt(root, e.instancePath);
+    let fe: FieldError;
+    switch (e.keyword) {
+      case 'required':
+        fe = required(joinPath(field, (e.params as any).missingProperty));
+        break;
+      case 'type':
+        fe = { type: 'FieldValueTypeInvalid', field, value, detail: `must be of type ${(e.params as any).type}` };
+        break;
+      case 'anyOf': {
+        const branches: Schema[] = (e.schema as Schema[]) ?? [];
+        const consts = branches.filter((b) => 'const' in b).map((b) => String(b.const));
+        fe = consts.length === branches.length ? notSupported(field, value, consts) : invalidValue(field, value, 'does not match any allowed form');
+        break;
+      }
+      case 'minLength':
+        fe = (e.params as any).limit === 1 && value === '' ? required(field) : invalidValue(field, value, `must be at least ${(e.params as any).limit} characters`);
+        break;
+      case 'maxLength':
+        fe = { type: 'FieldValueTooLong', field, detail: `may not be more than ${(e.params as any).limit} characters` };
+        break;
+      case 'minimum':
+        fe = invalidValue(field, value, `must be greater than or equal to ${(e.params as any).limit}`);
+        break;
+      case 'maximum':
+        fe = invalidValue(field, value, `must be less than or equal to ${(e.params as any).limit}`);
+        break;
+      case 'format':
+        fe = invalidValue(field, value, `must be a valid ${(e.params as any).format}`);
+        break;
+      case 'additionalProperties':
+        fe = forbiddenField(joinPath(field, (e.params as any).additionalProperty), 'unknown field');
+        break;
+      default:
+        fe = invalidValue(field, value, e.message ?? 'is invalid');
+    }
+    const k = `${fe.type}|${fe.field}`;
+    if (!seen.has(k)) {
+      seen.add(k);
+      out.push(fe);
+    }
+  }
+  return out;
+}
+
+export interface SchemaValidator {
+  /**
+   * Validates `obj` in place: applies schema defaults, and removes unknown fields unless Strict.
+   * Returns field errors (Strict: one per unknown field too) and warnings for Warn.
+   */
+  validate(obj: Record<string, unknown>, mode: FieldValidation): { errors: FieldError[]; warnings: string[] };
+}
+
+export function compileSchema(schema: TSchema): SchemaValidator {
+  const plain = JSON.parse(JSON.stringify(schema)) as Schema; // drops TypeBox symbols
+  const fn: ValidateFunction = ajv.compile(plain);
+  return {
+    validate(obj, mode) {
+      const unknown: string[] = [];
+      unknownFields(plain, obj, '', unknown, true);
+      const errors: FieldError[] = [];
+      const warnings: string[] = [];
+      if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
+      if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
+      if (!fn(obj)) errors.push(...toFieldErrors(fn.errors ?? [], obj));
+      return { errors, warnings };
+    },
+  };
+}

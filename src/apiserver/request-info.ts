@@ -1,0 +1,108 @@
+// Turns a URL into what the request is about, like k8s.io/apiserver's RequestInfoFactory.
+// Paths may carry a kcp logical-cluster prefix: /clusters/<name>/apis/... ; `*` is the wildcard
+// (cross-cluster list/watch only).
+import { DEFAULT_CLUSTER } from '../storage/types.js';
+
+export interface RequestInfo {
+  /** Logical cluster; '*' for the kcp wildcard. DEFAULT_CLUSTER without a /clusters/ prefix. */
+  cluster: string;
+  /** The path without the /clusters/<name> prefix. */
+  path: string;
+  isResourceRequest: boolean;
+  /** Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection; lower-case HTTP method otherwise. */
+  verb: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  /** The name authorization sees: `name`, or for a list/watch with fieldSelector=metadata.name=<n>, <n>. */
+  authorizationName: string;
+  /** Path segments after /apis/<group>/<version> (for 404 decisions). */
+  parts: string[];
+}
+
+/** Logical cluster names as kcp resolves them: lower-case alphanumerics and dashes, no path (":") forms. */
+const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export class BadClusterError extends Error {}
+
+function splitPath(path: string): string[] {
+  return path.split('/').filter((s) => s.length > 0);
+}
+
+export function parseRequestInfo(method: string, rawPath: string, query: URLSearchParams): RequestInfo {
+  let cluster = DEFAULT_CLUSTER;
+  let path = rawPath;
+  if (path.startsWith('/clusters/')) {
+    const rest = path.slice('/clusters/'.length);
+    const slash = rest.indexOf('/');
+    const name = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
+    if (name !== '*' && !CLUSTER_NAME.test(name)) {
+      throw new BadClusterError(`invalid logical cluster name "${name}": expected a resolved logical cluster name or "*"`);
+    }
+    cluster = name;
+    path = slash < 0 ? '/' : rest.slice(slash);
+  }
+  const info: RequestInfo = {
+    cluster,
+    path,
+    isResourceRequest: false,
+    verb: method.toLowerCase(),
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+    authorizationName: '',
+    parts: [],
+  };
+  const segs = splitPath(path).map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  });
+  if (segs[0] !== 'apis' || segs.length < 3) return info;
+  info.apiGroup = segs[1]!;
+  info.apiVersion = segs[2]!;
+  let parts = segs.slice(3);
+  info.parts = parts;
+  if (parts.length === 0) return info; // /apis/<g>/<v> discovery
+  info.isResourceRequest = true;
+  if (parts[0] === 'namespaces') {
+    if (parts.length > 1) info.namespace = parts[1]!;
+    if (parts.length > 2) parts = parts.slice(2);
+    else {
+      // /apis/<g>/<v>/namespaces[/<name>]: the namespaces resource itself, which we do not serve.
+      info.resource = 'namespaces';
+      info.name = parts[1] ?? '';
+      parts = [];
+    }
+  }
+  if (parts.length > 0) info.resource = parts[0]!;
+  if (parts.length > 1) info.name = parts[1]!;
+  if (parts.length > 2) info.subresource = parts[2]!;
+  if (parts.length > 3) info.subresource = parts.slice(2).join('/'); // never served; kept for the 404
+
+  const m = method.toUpperCase();
+  const isWatch = ['true', '1'].includes((query.get('watch') ?? '').toLowerCase());
+  if (m === 'GET' || m === 'HEAD') {
+    if (info.name) info.verb = 'get';
+    else info.verb = isWatch ? 'watch' : 'list';
+    // A list or watch narrowed to one name is authorized as that name (RBAC resourceNames).
+    if (!info.name && (info.verb === 'list' || info.verb === 'watch')) {
+      const fs = query.get('fieldSelector');
+      const m2 = fs ? /^metadata\.name==?([^,]+)$/.exec(fs) : null;
+      if (m2) info.authorizationName = m2[1]!;
+    }
+  } else if (m === 'POST') info.verb = 'create';
+  else if (m === 'PUT') info.verb = 'update';
+  else if (m === 'PATCH') info.verb = 'patch';
+  else if (m === 'DELETE') info.verb = info.name ? 'delete' : 'deletecollection';
+  if (!info.authorizationName) info.authorizationName = info.name;
+  return info;
+}

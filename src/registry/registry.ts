@@ -1,0 +1,315 @@
+// The generic registry: Kubernetes object semantics (create, update, patch, delete, finalizers,
+// generation, dryRun, field validation) on top of a Store. One instance per resource.
+import type { ResourceDefinition } from '../api/resources.js';
+import { compileSchema, type FieldValidation, type SchemaValidator } from '../api/validation.js';
+import { validateObjectMeta } from '../api/object-meta.js';
+import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
+import * as status from '../api/status.js';
+import type { UserInfo } from '../auth/types.js';
+import { type KubeObject, type ListResult, type ObjectKey, type ResourceRef, type Store, StorageError } from '../storage/types.js';
+import { clone, deepEqual, generateName, newUID, nowTimestamp, recordManagedFields, specChanged } from './metadata.js';
+
+export interface RequestContext {
+  cluster: string;
+  user: UserInfo;
+}
+
+export interface WriteOptions {
+  dryRun: boolean;
+  fieldManager: string;
+  fieldValidation: FieldValidation;
+}
+
+export interface WriteResult {
+  object: KubeObject;
+  warnings: string[];
+}
+
+/** Resource-specific behaviour beyond the generic rules (e.g. CommitRequest records its submitter). */
+export interface ResourceHooks {
+  beforeCreate?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<void>;
+  beforeUpdate?(ctx: RequestContext, obj: KubeObject, old: KubeObject, subresource: string): Promise<void>;
+}
+
+export interface DeleteOptions {
+  dryRun: boolean;
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+const MAX_GENERATE_ATTEMPTS = 8;
+const MAX_PATCH_RETRIES = 5;
+
+export class Registry {
+  readonly ref: ResourceRef;
+  readonly gr: status.GroupResource & { kind: string };
+  private readonly validator: SchemaValidator;
+
+  constructor(
+    readonly def: ResourceDefinition,
+    private readonly store: Store,
+    private readonly hooks: ResourceHooks = {},
+  ) {
+    this.ref = { group: def.group, resource: def.plural };
+    this.gr = { group: def.group, resource: def.plural, kind: def.kind };
+    this.validator = compileSchema(def.schema);
+  }
+
+  get apiVersion(): string {
+    return `${this.def.group}/${this.def.version}`;
+  }
+
+  key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
+    return { cluster: ctx.cluster, namespace: this.def.namespaced ? namespace : '', name };
+  }
+
+  async get(ctx: RequestContext, namespace: string, name: string, consistency: 'consistent' | 'any' = 'consistent'): Promise<KubeObject> {
+    const obj = await this.wrap(name, () => this.store.get(this.ref, this.key(ctx, namespace, name), { consistency }));
+    if (!obj) throw status.notFound(this.gr, name);
+    return obj;
+  }
+
+  list(cluster: string | undefined, namespace: string | undefined, consistency: 'consistent' | 'any'): Promise<ListResult> {
+    return this.wrap('', () => this.store.list(this.ref, { cluster, namespace: namespace || undefined, consistency }));
+  }
+
+  /** Body checks every write shares (protocol §3.11 steps 1–4). */
+  private checkBody(body: unknown, namespace: string, urlName?: string): KubeObject {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw status.badRequest(`the object provided is unrecognized (must be a JSON object of kind ${this.def.kind})`);
+    }
+    const obj = body as KubeObject;
+    if (obj.apiVersion !== this.apiVersion) {
+      throw status.badRequest(
+        obj.apiVersion === undefined
+          ? `Object 'apiVersion' is missing in the request body; expected "${this.apiVersion}"`
+          : `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${this.apiVersion})`,
+      );
+    }
+    if (obj.kind !== this.def.kind) {
+      throw status.badRequest(
+        obj.kind === undefined
+          ? `Object 'Kind' is missing in the request body; expected "${this.def.kind}"`
+          : `the kind in the data (${String(obj.kind)}) does not match the expected kind (${this.def.kind})`,
+      );
+    }
+    if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
+    if (typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) throw status.badRequest('metadata must be an object');
+    const ns = obj.metadata.namespace;
+    if (this.def.namespaced && ns !== undefined && ns !== '' && ns !== namespace) {
+      throw status.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    if (urlName !== undefined && obj.metadata.name !== undefined && obj.metadata.name !== urlName) {
+      throw status.badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${urlName})`);
+    }
+    return obj;
+  }
+
+  /** Schema, metadata and resource rules. Mutates obj (defaults, pruning). */
+  private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean): string[] {
+    this.def.normalize?.(obj);
+    const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
+    const errs: FieldError[] = [...errors];
+    errs.push(...validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
+    if (errors.length === 0) errs.push(...(old ? this.def.validateUpdate(obj, old) : this.def.validateCreate(obj)));
+    if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
+    return warnings;
+  }
+
+  async create(ctx: RequestContext, namespace: string, body: unknown, opts: WriteOptions): Promise<WriteResult> {
+    const obj = this.checkBody(body, namespace);
+    if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '') {
+      throw status.badRequest('resourceVersion should not be set on objects to be created');
+    }
+    if (this.def.namespaced) obj.metadata.namespace = namespace;
+    else delete obj.metadata.namespace;
+    delete obj.status; // status is written through the status subresource only
+    const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
+    const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
+    const warnings = this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
+    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
+      delete obj.metadata[k];
+    }
+    if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
+    await this.hooks.beforeCreate?.(ctx, obj, opts);
+    const meta = obj.metadata;
+    meta.uid = newUID();
+    meta.creationTimestamp = nowTimestamp();
+    meta.generation = 1;
+    recordManagedFields(undefined, obj, opts.fieldManager, this.apiVersion, '');
+    for (let attempt = 1; ; attempt++) {
+      if (!hasName) meta.name = generateName(meta.generateName!);
+      if (opts.dryRun) {
+        const existing = await this.wrap(meta.name!, () => this.store.get(this.ref, this.key(ctx, namespace, meta.name!)));
+        if (existing) throw status.alreadyExists(this.gr, meta.name!);
+        return { object: obj, warnings };
+      }
+      try {
+        const stored = await this.wrap(meta.name!, () => this.store.create(this.ref, this.key(ctx, namespace, meta.name!), obj));
+        return { object: stored, warnings };
+      } catch (e) {
+        if (e instanceof status.StatusError && e.status.reason === 'AlreadyExists' && !hasName && attempt < MAX_GENERATE_ATTEMPTS) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** PUT: the body replaces the object (spec for the main resource, status for /status). */
+  async update(ctx: RequestContext, namespace: string, name: string, body: unknown, opts: WriteOptions, subresource: string): Promise<WriteResult> {
+    const obj = this.checkBody(body, namespace, name);
+    const rv = obj.metadata.resourceVersion;
+    if (rv === undefined || rv === '') {
+      throw status.invalid(this.gr, name, [invalidValue('metadata.resourceVersion', '0x0', 'must be specified for an update')]);
+    }
+    const old = await this.get(ctx, namespace, name);
+    return this.applyUpdate(ctx, namespace, name, obj, old, parseRV(rv), opts, subresource);
+  }
+
+  /** PATCH: `apply` turns the current object into the desired one; retried on conflicts unless the patch pins a resourceVersion. */
+  async patch(
+    ctx: RequestContext,
+    namespace: string,
+    name: string,
+    apply: (current: KubeObject) => unknown,
+    opts: WriteOptions,
+    subresource: string,
+  ): Promise<WriteResult> {
+    for (let attempt = 1; ; attempt++) {
+      const old = await this.get(ctx, namespace, name);
+      // The patch sees the object without its resourceVersion, so a resourceVersion in the result
+      // can only come from the client: an optimistic-lock precondition, never retried.
+      const base = clone(old);
+      delete base.metadata.resourceVersion;
+      const patched = this.checkBody(apply(base), namespace, name);
+      const pinned = patched.metadata.resourceVersion;
+      const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
+      const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
+      try {
+        return await this.applyUpdate(ctx, namespace, name, patched, old, expected, opts, subresource);
+      } catch (e) {
+        const conflict = e instanceof status.StatusError && e.status.reason === 'Conflict';
+        if (conflict && !clientPinned && attempt < MAX_PATCH_RETRIES) continue;
+        throw e;
+      }
+    }
+  }
+
+  private async applyUpdate(
+    ctx: RequestContext,
+    namespace: string,
+    name: string,
+    body: KubeObject,
+    old: KubeObject,
+    expectedRV: number,
+    opts: WriteOptions,
+    subresource: string,
+  ): Promise<WriteResult> {
+    if (String(expectedRV) !== old.metadata.resourceVersion) throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
+    if (body.metadata.uid !== undefined && body.metadata.uid !== '' && body.metadata.uid !== old.metadata.uid) {
+      throw status.conflict(this.gr, name, `Precondition failed: UID in precondition: ${String(body.metadata.uid)}, UID in object meta: ${old.metadata.uid}`);
+    }
+    let next: KubeObject;
+    if (subresource === 'status') {
+      next = clone(old);
+      if (body.status === undefined) delete next.status;
+      else next.status = body.status;
+    } else {
+      next = body;
+      if (old.status === undefined) delete next.status;
+      else next.status = clone(old.status);
+    }
+    const m = next.metadata;
+    const o = old.metadata;
+    m.name = name;
+    if (this.def.namespaced) m.namespace = namespace;
+    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
+      if (o[k] === undefined) delete m[k];
+      else m[k] = clone(o[k]) as never;
+    }
+    m.resourceVersion = o.resourceVersion;
+    if (m.finalizers?.length === 0) delete m.finalizers;
+    const warnings = this.validate(next, old, opts.fieldValidation, true);
+    if (o.deletionTimestamp) {
+      const added = (m.finalizers ?? []).filter((f) => !(o.finalizers ?? []).includes(f));
+      if (added.length) {
+        throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
+      }
+    }
+    await this.hooks.beforeUpdate?.(ctx, next, old, subresource);
+    if (specChanged(old, next)) m.generation = (o.generation ?? 1) + 1;
+    const unchanged = deepEqual({ ...next, metadata: { ...m, managedFields: undefined } }, { ...old, metadata: { ...o, managedFields: undefined } });
+    if (unchanged) return { object: old, warnings };
+    recordManagedFields(old, next, opts.fieldManager, this.apiVersion, subresource);
+    if (opts.dryRun) return { object: next, warnings };
+    const key = this.key(ctx, namespace, name);
+    const stored = await this.wrap(name, () => this.store.update(this.ref, key, next, expectedRV));
+    // Removing the last finalizer of a deleting object completes the deletion.
+    if (stored.metadata.deletionTimestamp && !(stored.metadata.finalizers?.length)) {
+      const gone = await this.wrap(name, () => this.store.delete(this.ref, key, parseRV(stored.metadata.resourceVersion!)));
+      return { object: gone, warnings };
+    }
+    return { object: stored, warnings };
+  }
+
+  async delete(ctx: RequestContext, namespace: string, name: string, opts: DeleteOptions): Promise<KubeObject> {
+    for (let attempt = 1; ; attempt++) {
+      const cur = await this.get(ctx, namespace, name);
+      const pre = opts.preconditions ?? {};
+      if (pre.uid && pre.uid !== cur.metadata.uid) {
+        throw status.conflict(this.gr, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid}`);
+      }
+      if (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion) {
+        throw status.conflict(
+          this.gr,
+          name,
+          `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`,
+        );
+      }
+      const key = this.key(ctx, namespace, name);
+      try {
+        if (cur.metadata.finalizers?.length) {
+          if (cur.metadata.deletionTimestamp) return cur; // already deleting
+          const next = clone(cur);
+          next.metadata.deletionTimestamp = nowTimestamp();
+          next.metadata.deletionGracePeriodSeconds = 0;
+          if (opts.dryRun) return next;
+          return await this.wrap(name, () => this.store.update(this.ref, key, next, parseRV(cur.metadata.resourceVersion!)));
+        }
+        if (opts.dryRun) return cur;
+        return await this.wrap(name, () => this.store.delete(this.ref, key, parseRV(cur.metadata.resourceVersion!)));
+      } catch (e) {
+        if (e instanceof status.StatusError && e.status.reason === 'Conflict' && !pre.resourceVersion && attempt < MAX_PATCH_RETRIES) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Maps storage failures onto Status errors. */
+  async wrap<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof StorageError)) throw e;
+      switch (e.code) {
+        case 'NotFound':
+          throw status.notFound(this.gr, name);
+        case 'AlreadyExists':
+          throw status.alreadyExists(this.gr, name);
+        case 'Conflict':
+          throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
+        case 'Expired':
+          throw status.gone(e.message);
+        case 'Timeout':
+          throw status.timeout(e.message);
+        case 'Unavailable':
+          throw status.serviceUnavailable(`storage is unavailable: ${e.message}`, 1);
+      }
+    }
+  }
+}
+
+export function parseRV(rv: string): number {
+  if (!/^\d{1,15}$/.test(rv)) {
+    throw status.badRequest(`invalid resourceVersion "${rv}": must be a decimal number`);
+  }
+  return Number(rv);
+}
