@@ -26,8 +26,8 @@ export interface AuthnRequest {
 
 export type AuthnResult =
   | { kind: 'user'; user: UserInfo; /** headers the authenticator consumed and the server must strip */ consumedHeaders?: string[] }
-  | { kind: 'anonymous' }
-  | { kind: 'error'; message: string };
+  | { kind: 'anonymous'; /** untrusted X-Remote-* headers the server must strip before handlers see them */ consumedHeaders?: string[] }
+  | { kind: 'error'; message: string; consumedHeaders?: string[] };
 
 export interface Authenticator {
   authenticate(req: AuthnRequest): Promise<AuthnResult>;
@@ -46,6 +46,11 @@ export interface Attributes {
   resource?: string;
   subresource?: string;
   name?: string;
+  /**
+   * kcp logical cluster the request addressed (`/clusters/<name>/...`). Delegated authorization sends
+   * its SubjectAccessReview to that workspace; RBAC and AlwaysAllow ignore it.
+   */
+  cluster?: string;
 }
 
 export type Decision = 'allow' | 'deny' | 'noopinion';

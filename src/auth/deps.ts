@@ -1,0 +1,20 @@
+// What the auth modules need from their host: only a logger (pino's and console's shapes both fit).
+export interface AuthLogger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+export interface AuthDeps {
+  logger?: AuthLogger;
+}
+
+const consoleLogger: AuthLogger = {
+  info: (m) => console.log(m),
+  warn: (m) => console.warn(m),
+  error: (m) => console.error(m),
+};
+
+export function loggerOf(deps: AuthDeps | undefined): AuthLogger {
+  return deps?.logger ?? consoleLogger;
+}

@@ -1,0 +1,172 @@
+// A small client for the hosting cluster: JSON POST/GET and one watch, over a keep-alive agent
+// built once from the kubeconfig's TLS material. @kubernetes/client-node loads the kubeconfig
+// (files, in-cluster, token files that rotate); we make the calls ourselves so the uncached
+// authorization path costs one request on a warm connection and nothing else.
+import http from 'node:http';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { HostingClusterOptions } from './options.js';
+
+export class HostingError extends Error {
+  constructor(message: string, readonly status?: number) {
+    super(message);
+  }
+}
+
+export interface HostingResponse {
+  status: number;
+  body: unknown;
+}
+
+/** How long the Authorization header from the kubeconfig is reused before asking it again (token files rotate). */
+const AUTH_HEADER_TTL_MS = 60_000;
+
+export class HostingClient {
+  private authHeader: { value?: string; expires: number } = { expires: 0 };
+
+  private constructor(
+    private readonly kc: KubeConfig,
+    private readonly base: URL,
+    private readonly agent: http.Agent,
+    private readonly tls: https.RequestOptions,
+    readonly timeoutMs: number,
+  ) {}
+
+  static async create(opts: HostingClusterOptions): Promise<HostingClient> {
+    const kc = new KubeConfig();
+    if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+    else kc.loadFromCluster();
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error(`hosting cluster: ${opts.kubeconfig ?? 'in-cluster config'} names no current cluster`);
+    const base = new URL(cluster.server);
+    const probe: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(probe);
+    const tls: https.RequestOptions = {
+      ca: probe.ca, cert: probe.cert, key: probe.key,
+      rejectUnauthorized: probe.rejectUnauthorized, servername: probe.servername,
+    };
+    const agent = base.protocol === 'http:'
+      ? new http.Agent({ keepAlive: true, maxSockets: 64 })
+      : new https.Agent({ keepAlive: true, maxSockets: 64, ...tls } as https.AgentOptions);
+    const client = new HostingClient(kc, base, agent, tls, opts.timeoutMs);
+    client.rememberAuth(probe);
+    return client;
+  }
+
+  private rememberAuth(o: https.RequestOptions): void {
+    const h = (o.headers ?? {}) as Record<string, string | undefined>;
+    const basic = typeof o.auth === 'string' ? `Basic ${Buffer.from(o.auth).toString('base64')}` : undefined;
+    this.authHeader = { value: h.Authorization ?? h.authorization ?? basic, expires: Date.now() + AUTH_HEADER_TTL_MS };
+  }
+
+  private async authorization(): Promise<string | undefined> {
+    if (Date.now() >= this.authHeader.expires) {
+      const o: https.RequestOptions = {};
+      await this.kc.applyToHTTPSOptions(o);
+      (o.agent as http.Agent | undefined)?.destroy();
+      this.rememberAuth(o);
+    }
+    return this.authHeader.value;
+  }
+
+  private url(path: string): URL {
+    // Keep a path prefix in the server URL (e.g. a kcp workspace or a proxy).
+    const prefix = this.base.pathname.replace(/\/$/, '');
+    return new URL(prefix + path, this.base);
+  }
+
+  /** One JSON call with the configured timeout. Non-2xx answers throw HostingError with the status. */
+  async request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<HostingResponse> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const auth = await this.authorization();
+    const u = this.url(path);
+    const mod = u.protocol === 'http:' ? http : https;
+    return new Promise<HostingResponse>((resolve, reject) => {
+      const headers: Record<string, string | number> = { Accept: 'application/json' };
+      if (auth) headers.Authorization = auth;
+      if (payload) {
+        headers['Content-Type'] = 'application/json';
+        headers['Content-Length'] = payload.length;
+      }
+      const req = mod.request(u, { method, headers, agent: this.agent, ...this.tls }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => reject(new HostingError(`${method} ${path}: ${e.message}`)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) {
+            reject(new HostingError(`${method} ${path}: HTTP ${status}: ${statusMessage(text)}`, status));
+            return;
+          }
+          try {
+            resolve({ status, body: text ? JSON.parse(text) : undefined });
+          } catch {
+            reject(new HostingError(`${method} ${path}: answer is not JSON`, status));
+          }
+        });
+      });
+      req.setTimeout(this.timeoutMs, () => {
+        req.destroy(new HostingError(`${method} ${path}: no answer within ${this.timeoutMs / 1000}s`));
+      });
+      req.on('error', (e) => reject(e instanceof HostingError ? e : new HostingError(`${method} ${path}: ${e.message}`)));
+      req.end(payload);
+    });
+  }
+
+  /**
+   * Streams a watch (`?watch=true`), calling onEvent per JSON line; resolves when the stream ends.
+   * Not bounded by the request timeout (watches are long), only by `abort`.
+   */
+  async watch(path: string, onEvent: (ev: { type: string; object: unknown }) => void, abort: AbortSignal): Promise<void> {
+    const auth = await this.authorization();
+    const u = this.url(path);
+    const mod = u.protocol === 'http:' ? http : https;
+    await new Promise<void>((resolve, reject) => {
+      const headers: Record<string, string> = { Accept: 'application/json' };
+      if (auth) headers.Authorization = auth;
+      const req = mod.request(u, { method: 'GET', headers, signal: abort, ...this.tls }, (res) => {
+        if ((res.statusCode ?? 0) !== 200) {
+          res.resume();
+          reject(new HostingError(`watch ${path}: HTTP ${res.statusCode}`, res.statusCode));
+          return;
+        }
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            try {
+              onEvent(JSON.parse(line) as { type: string; object: unknown });
+            } catch {
+              // A malformed line is skipped; the periodic re-read repairs anything missed.
+            }
+          }
+        });
+        res.on('end', () => resolve());
+        res.on('error', (e) => reject(e));
+        res.on('aborted', () => resolve());
+      });
+      req.on('error', (e) => (abort.aborted ? resolve() : reject(e)));
+      req.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+function statusMessage(text: string): string {
+  try {
+    const s = JSON.parse(text) as { message?: unknown };
+    if (typeof s.message === 'string') return s.message;
+  } catch {
+    // not a Status
+  }
+  return text.slice(0, 200);
+}

@@ -1,0 +1,220 @@
+// Local evaluation of rbac.authorization.k8s.io/v1 objects with Kubernetes' semantics
+// (plugin/pkg/auth/authorizer/rbac: RuleAllows, appliesTo, ResourceMatches, NonResourceURLMatches).
+import type { Attributes, AuthorizationResult, Authorizer, UserInfo } from './types.js';
+
+export interface PolicyRule {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+export interface Subject {
+  kind: string;
+  name: string;
+  namespace?: string;
+  apiGroup?: string;
+}
+
+export interface RoleRef {
+  kind: string;
+  name: string;
+  apiGroup?: string;
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+export interface RBACObject {
+  kind: 'Role' | 'ClusterRole' | 'RoleBinding' | 'ClusterRoleBinding';
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  rules?: PolicyRule[];
+  aggregationRule?: { clusterRoleSelectors?: LabelSelector[] };
+  subjects?: Subject[];
+  roleRef?: RoleRef;
+}
+
+function has(list: string[] | undefined, v: string, wildcard = true): boolean {
+  if (!list) return false;
+  for (const x of list) if (x === v || (wildcard && x === '*')) return true;
+  return false;
+}
+
+export function verbMatches(rule: PolicyRule, verb: string): boolean {
+  return has(rule.verbs, verb);
+}
+
+export function apiGroupMatches(rule: PolicyRule, group: string): boolean {
+  return has(rule.apiGroups, group);
+}
+
+export function resourceMatches(rule: PolicyRule, combined: string, subresource: string): boolean {
+  for (const r of rule.resources ?? []) {
+    if (r === '*' || r === combined) return true;
+    // "*/status" matches the status subresource of every resource.
+    if (subresource && r.length === subresource.length + 2 && r.startsWith('*/') && r.endsWith(subresource)) return true;
+  }
+  return false;
+}
+
+export function resourceNameMatches(rule: PolicyRule, name: string): boolean {
+  // A rule with resourceNames never matches a request without a name (list, create by generateName...).
+  if (!rule.resourceNames || rule.resourceNames.length === 0) return true;
+  return rule.resourceNames.includes(name);
+}
+
+export function nonResourceURLMatches(rule: PolicyRule, path: string): boolean {
+  for (const u of rule.nonResourceURLs ?? []) {
+    if (u === '*' || u === path) return true;
+    if (u.endsWith('*') && path.startsWith(u.replace(/\*+$/, ''))) return true;
+  }
+  return false;
+}
+
+export function ruleAllows(a: Attributes, rule: PolicyRule): boolean {
+  if (a.resourceRequest) {
+    const sub = a.subresource ?? '';
+    const combined = sub ? `${a.resource ?? ''}/${sub}` : a.resource ?? '';
+    return verbMatches(rule, a.verb) && apiGroupMatches(rule, a.apiGroup ?? '')
+      && resourceMatches(rule, combined, sub) && resourceNameMatches(rule, a.name ?? '');
+  }
+  return verbMatches(rule, a.verb) && nonResourceURLMatches(rule, a.path ?? '');
+}
+
+/** appliesToUser: `bindingNamespace` is the RoleBinding's namespace ("" for ClusterRoleBindings). */
+export function subjectMatches(user: UserInfo, s: Subject, bindingNamespace: string): boolean {
+  switch (s.kind) {
+    case 'User':
+      return user.username === s.name;
+    case 'Group':
+      return user.groups.includes(s.name);
+    case 'ServiceAccount': {
+      const ns = s.namespace || bindingNamespace;
+      if (!ns) return false;
+      return user.username === `system:serviceaccount:${ns}:${s.name}`;
+    }
+    default:
+      return false;
+  }
+}
+
+function selectorMatches(sel: LabelSelector, labels: Record<string, string>): boolean {
+  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of sel.matchExpressions ?? []) {
+    const present = Object.prototype.hasOwnProperty.call(labels, e.key);
+    const vals = e.values ?? [];
+    switch (e.operator) {
+      case 'In': if (!present || !vals.includes(labels[e.key]!)) return false; break;
+      case 'NotIn': if (present && vals.includes(labels[e.key]!)) return false; break;
+      case 'Exists': if (!present) return false; break;
+      case 'DoesNotExist': if (present) return false; break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+interface Binding {
+  kind: 'RoleBinding' | 'ClusterRoleBinding';
+  name: string;
+  namespace: string;
+  subjects: Subject[];
+  roleRef: RoleRef;
+}
+
+/** An immutable, indexed policy. Build a new one on every reload and swap it in. */
+export class RBACPolicy {
+  private readonly roles = new Map<string, PolicyRule[]>(); // "<ns>/<name>"
+  private readonly clusterRoles = new Map<string, PolicyRule[]>();
+  private readonly clusterBindings: Binding[] = [];
+  private readonly bindingsByNamespace = new Map<string, Binding[]>();
+
+  constructor(objects: RBACObject[]) {
+    const aggregated: RBACObject[] = [];
+    for (const o of objects) {
+      const name = o.metadata.name;
+      switch (o.kind) {
+        case 'Role':
+          this.roles.set(`${o.metadata.namespace ?? ''}/${name}`, o.rules ?? []);
+          break;
+        case 'ClusterRole':
+          this.clusterRoles.set(name, o.rules ?? []);
+          if (o.aggregationRule?.clusterRoleSelectors?.length) aggregated.push(o);
+          break;
+        case 'RoleBinding': {
+          const b: Binding = { kind: 'RoleBinding', name, namespace: o.metadata.namespace ?? '', subjects: o.subjects ?? [], roleRef: o.roleRef! };
+          const list = this.bindingsByNamespace.get(b.namespace) ?? [];
+          list.push(b);
+          this.bindingsByNamespace.set(b.namespace, list);
+          break;
+        }
+        case 'ClusterRoleBinding':
+          this.clusterBindings.push({ kind: 'ClusterRoleBinding', name, namespace: '', subjects: o.subjects ?? [], roleRef: o.roleRef! });
+          break;
+      }
+    }
+    // Aggregated ClusterRoles get the rules of every ClusterRole their selectors match, as the
+    // clusterrole-aggregation controller would have written them.
+    for (const agg of aggregated) {
+      const rules = [...(agg.rules ?? [])];
+      for (const o of objects) {
+        if (o.kind !== 'ClusterRole' || o === agg) continue;
+        const labels = o.metadata.labels ?? {};
+        if (agg.aggregationRule!.clusterRoleSelectors!.some((s) => selectorMatches(s, labels))) rules.push(...(o.rules ?? []));
+      }
+      this.clusterRoles.set(agg.metadata.name, rules);
+    }
+  }
+
+  private rulesOf(b: Binding): PolicyRule[] | string {
+    const ref = b.roleRef;
+    if (ref.kind === 'ClusterRole') {
+      return this.clusterRoles.get(ref.name) ?? `clusterrole.rbac.authorization.k8s.io ${JSON.stringify(ref.name)} not found`;
+    }
+    if (ref.kind === 'Role' && b.kind === 'RoleBinding') {
+      return this.roles.get(`${b.namespace}/${ref.name}`) ?? `role.rbac.authorization.k8s.io ${JSON.stringify(ref.name)} not found`;
+    }
+    return `unsupported roleRef kind ${JSON.stringify(ref.kind)} in ${b.kind} ${JSON.stringify(b.name)}`;
+  }
+
+  /** Kubernetes' RBAC authorizer: allow with the granting binding as reason, else no opinion. */
+  evaluate(a: Attributes): AuthorizationResult {
+    const errors: string[] = [];
+    const visit = (bindings: Binding[] | undefined): AuthorizationResult | undefined => {
+      for (const b of bindings ?? []) {
+        if (!b.subjects.some((s) => subjectMatches(a.user, s, b.namespace))) continue;
+        const rules = this.rulesOf(b);
+        if (typeof rules === 'string') {
+          errors.push(rules);
+          continue;
+        }
+        for (const r of rules) {
+          if (ruleAllows(a, r)) {
+            const where = b.kind === 'RoleBinding' ? ` in namespace ${JSON.stringify(b.namespace)}` : '';
+            return { decision: 'allow', reason: `RBAC: allowed by ${b.kind} ${JSON.stringify(b.name)}${where} of ${b.roleRef.kind} ${JSON.stringify(b.roleRef.name)}` };
+          }
+        }
+      }
+      return undefined;
+    };
+    const allowed = visit(this.clusterBindings) ?? (a.namespace ? visit(this.bindingsByNamespace.get(a.namespace)) : undefined);
+    if (allowed) return allowed;
+    return errors.length > 0 ? { decision: 'noopinion', reason: `RBAC: ${errors.join(', ')}` } : { decision: 'noopinion' };
+  }
+}
+
+/** An authorizer over a policy that can be swapped atomically (file reloads). */
+export class RBACAuthorizer implements Authorizer {
+  constructor(protected policy: RBACPolicy) {}
+
+  setPolicy(p: RBACPolicy): void {
+    this.policy = p;
+  }
+
+  async authorize(attrs: Attributes): Promise<AuthorizationResult> {
+    return this.policy.evaluate(attrs);
+  }
+}
