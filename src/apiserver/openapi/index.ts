@@ -1,0 +1,52 @@
+// OpenAPI documents of the server, built once at startup from the resource definitions. The HTTP
+// layer serves the cached Buffers; ETags are the SHA-512 of the bodies, so they change exactly when
+// the documents do (kube-aggregator and kubectl cache by them).
+import { createHash } from 'node:crypto';
+import type { ResourceDefinition } from '../../api/resources.js';
+import { encodeV2Protobuf } from './protobuf.js';
+import { buildV2 } from './v2.js';
+import { buildV3 } from './v3.js';
+
+export interface OpenAPIDocuments {
+  /** GET /openapi/v3 */
+  v3Root: { body: Buffer; etag: string };
+  /** GET /openapi/v3/<path>; hash = upper-case hex SHA-512 of body (the ?hash= of serverRelativeURL). */
+  v3GroupVersion: { body: Buffer; hash: string; etag: string; path: string };
+  /** GET /openapi/v2 with Accept: application/json */
+  v2Json: { body: Buffer; etag: string };
+  /**
+   * GET /openapi/v2 with Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf; serve with
+   * Content-Type application/com.github.proto-openapi.spec.v2.v1.0+protobuf (dot, not "@").
+   */
+  v2Protobuf: { body: Buffer; etag: string };
+}
+
+export const V2_PROTOBUF_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+function sha512(body: Buffer): string {
+  return createHash('sha512').update(body).digest('hex').toUpperCase();
+}
+
+const quoted = (h: string) => `"${h}"`;
+
+export function buildOpenAPIDocuments(resources: ResourceDefinition[], info: { title: string; version: string }): OpenAPIDocuments {
+  const gvs = [...new Set(resources.map((r) => `${r.group}/${r.version}`))];
+  if (gvs.length !== 1) throw new Error(`OpenAPI: expected resources of exactly one group-version, got ${gvs.join(', ') || 'none'}`);
+  const path = `apis/${gvs[0]}`;
+
+  const gvBody = Buffer.from(JSON.stringify(buildV3(resources, info)));
+  const hash = sha512(gvBody);
+  // Only our own group-version: kube-aggregator merges every APIService's root into the cluster's.
+  const rootBody = Buffer.from(JSON.stringify({ paths: { [path]: { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` } } }));
+
+  const v2 = buildV2(resources, info);
+  const v2Body = Buffer.from(JSON.stringify(v2));
+  const v2Proto = encodeV2Protobuf(v2);
+
+  return {
+    v3Root: { body: rootBody, etag: quoted(sha512(rootBody)) },
+    v3GroupVersion: { body: gvBody, hash, etag: quoted(hash), path },
+    v2Json: { body: v2Body, etag: quoted(sha512(v2Body)) },
+    v2Protobuf: { body: v2Proto, etag: quoted(sha512(v2Proto)) },
+  };
+}
