@@ -23,6 +23,11 @@ export function openAPIv2DocumentType(): protobuf.Type {
 
 const any = (value: unknown): Msg => ({ yaml: stringify(value) });
 
+// proto3 has no presence for scalars: leave unset what is false/empty, as gnostic's encoder does.
+function compact(m: Msg): Msg {
+  return Object.fromEntries(Object.entries(m).filter(([, v]) => v !== undefined && v !== false && v !== ''));
+}
+
 function vendorExtensions(o: JsonSchema): Msg[] {
   return Object.keys(o)
     .filter((k) => k.startsWith('x-'))
@@ -72,9 +77,9 @@ export function schemaToProto(s: JsonSchema): Msg {
 
 function parameterToProto(p: JsonSchema): Msg {
   if (p.in === 'body') {
-    return { parameter: { body_parameter: { name: p.name, in: p.in, required: !!p.required, description: p.description ?? '', schema: schemaToProto(p.schema) } } };
+    return { parameter: { body_parameter: compact({ name: p.name, in: p.in, required: p.required, description: p.description, schema: schemaToProto(p.schema) }) } };
   }
-  const sub: Msg = { name: p.name, in: p.in, type: p.type, description: p.description ?? '', required: !!p.required, unique_items: !!p.uniqueItems };
+  const sub = compact({ name: p.name, in: p.in, type: p.type, description: p.description, required: p.required, unique_items: p.uniqueItems });
   if (p.in === 'query') return { parameter: { non_body_parameter: { query_parameter_sub_schema: sub } } };
   if (p.in === 'path') return { parameter: { non_body_parameter: { path_parameter_sub_schema: sub } } };
   throw new Error(`OpenAPI v2 protobuf: unsupported parameter location ${p.in}`);
@@ -83,23 +88,23 @@ function parameterToProto(p: JsonSchema): Msg {
 const OPERATION_KEYS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'];
 
 function operationToProto(o: JsonSchema): Msg {
-  const out: Msg = {
+  const out: Msg = compact({
     tags: o.tags ?? [],
-    description: o.description ?? '',
-    operation_id: o.operationId ?? '',
+    description: o.description,
+    operation_id: o.operationId,
     produces: o.produces ?? [],
     consumes: o.consumes ?? [],
     schemes: o.schemes ?? [],
     parameters: (o.parameters ?? []).map(parameterToProto),
     responses: {
       response_code: Object.entries(o.responses ?? {}).map(([code, r]: [string, any]) => {
-        const response: Msg = { description: r.description ?? '' };
+        const response: Msg = compact({ description: r.description });
         if (r.schema) response.schema = { schema: schemaToProto(r.schema) };
         return { name: code, value: { response } };
       }),
     },
     vendor_extension: vendorExtensions(o),
-  };
+  });
   return out;
 }
 
@@ -128,7 +133,7 @@ export function documentToProto(doc: JsonSchema): Msg {
     security_definitions: {
       additional_properties: Object.entries(doc.securityDefinitions ?? {}).map(([name, d]: [string, any]) => ({
         name,
-        value: { api_key_security: { type: d.type, name: d.name, in: d.in, description: d.description ?? '' } },
+        value: { api_key_security: compact({ type: d.type, name: d.name, in: d.in, description: d.description }) },
       })),
     },
     vendor_extension: vendorExtensions(doc),
