@@ -1,0 +1,186 @@
+// A test double of the hosting cluster's kube-apiserver: records and answers TokenReviews and
+// SubjectAccessReviews (scriptable: allow, deny, HTTP 500, hang), and serves GET and watch of
+// kube-system/extension-apiserver-authentication. Writes a kubeconfig pointing at itself.
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueServerCert, makeCA } from './pki.js';
+
+export const FAKE_SA_TOKEN = 'fake-hosting-sa-token';
+
+export interface RecordedCall {
+  method: string;
+  path: string;
+  authorization?: string;
+  /** The parsed JSON body, and the raw text for exactness checks. */
+  body?: unknown;
+  raw: string;
+}
+
+export type ReviewAnswer =
+  | { status: number; body?: unknown } // an HTTP error, e.g. {status: 500}
+  | 'hang'; // never answer (the caller's timeout must fire)
+
+export interface SARSpec {
+  resourceAttributes?: Record<string, string>;
+  nonResourceAttributes?: { path: string; verb: string };
+  user: string;
+  groups?: string[];
+  uid?: string;
+  extra?: Record<string, string[]>;
+}
+
+export interface TokenReviewUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+export interface FakeHostingCluster {
+  url: string;
+  kubeconfigPath: string;
+  calls: RecordedCall[];
+  /** Decide a SubjectAccessReview: return allowed/denied/reason or an HTTP error/hang. Default: deny. */
+  onSAR: (spec: SARSpec, path: string) => { allowed: boolean; denied?: boolean; reason?: string } | ReviewAnswer;
+  /** Decide a TokenReview: a user, false (not authenticated), {error} or an HTTP error/hang. Default: unauthenticated. */
+  onTokenReview: (token: string) => TokenReviewUser | false | { error: string } | ReviewAnswer;
+  /** Replaces the ConfigMap data (undefined = the ConfigMap does not exist) and notifies watchers. */
+  setConfigMap(data: Record<string, string> | undefined): void;
+  sars(): RecordedCall[];
+  tokenReviews(): RecordedCall[];
+  close(): Promise<void>;
+}
+
+export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
+  const ca = makeCA('fake-hosting-cluster-ca');
+  const serving = issueServerCert(ca, 'fake-kube-apiserver');
+  const dir = mkdtempSync(join(tmpdir(), 'fake-hosting-'));
+  const hanging = new Set<ServerResponse>();
+  const watchers = new Set<ServerResponse>();
+  let cmData: Record<string, string> | undefined;
+  let rv = 1;
+
+  const cmObject = () => ({
+    kind: 'ConfigMap', apiVersion: 'v1',
+    metadata: { name: 'extension-apiserver-authentication', namespace: 'kube-system', resourceVersion: String(rv) },
+    data: cmData,
+  });
+
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+
+  const answerError = (res: ServerResponse, a: ReviewAnswer): void => {
+    if (a === 'hang') {
+      hanging.add(res);
+      res.on('close', () => hanging.delete(res));
+      return;
+    }
+    send(res, a.status, a.body ?? { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'fake failure', code: a.status });
+  };
+
+  const fake: FakeHostingCluster = {
+    url: '',
+    kubeconfigPath: join(dir, 'kubeconfig'),
+    calls: [],
+    onSAR: () => ({ allowed: false }),
+    onTokenReview: () => false,
+    setConfigMap(data) {
+      const existed = cmData !== undefined;
+      cmData = data;
+      rv++;
+      const type = data === undefined ? 'DELETED' : existed ? 'MODIFIED' : 'ADDED';
+      for (const w of watchers) w.write(JSON.stringify({ type, object: cmObject() }) + '\n');
+    },
+    sars: () => fake.calls.filter((c) => c.path.endsWith('/subjectaccessreviews')),
+    tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
+    async close() {
+      for (const r of [...hanging, ...watchers]) r.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse, raw: string): void => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    let body: unknown;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      body = undefined;
+    }
+    fake.calls.push({ method: req.method ?? '', path: url.pathname, authorization: req.headers.authorization, body, raw });
+    if (req.headers.authorization !== `Bearer ${FAKE_SA_TOKEN}`) {
+      send(res, 401, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 });
+      return;
+    }
+    if (req.method === 'POST' && url.pathname.endsWith('/apis/authorization.k8s.io/v1/subjectaccessreviews')) {
+      const spec = (body as { spec: SARSpec }).spec;
+      const a = fake.onSAR(spec, url.pathname);
+      if (a === 'hang' || 'status' in a) return answerError(res, a);
+      const status: Record<string, unknown> = { allowed: a.allowed };
+      if (a.denied) status.denied = true;
+      if (a.reason) status.reason = a.reason;
+      send(res, 201, { kind: 'SubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') {
+      const spec = (body as { spec: { token: string; audiences?: string[] } }).spec;
+      const a = fake.onTokenReview(spec.token);
+      if (a === 'hang' || (typeof a === 'object' && 'status' in a)) return answerError(res, a as ReviewAnswer);
+      const status = a === false ? { user: {} } : 'error' in a ? { user: {}, error: a.error } : { authenticated: true, user: a };
+      send(res, 201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication') {
+      if (cmData === undefined) {
+        send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'configmaps "extension-apiserver-authentication" not found' });
+      } else send(res, 200, cmObject());
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/kube-system/configmaps' && url.searchParams.get('watch') === 'true') {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+      res.flushHeaders();
+      watchers.add(res);
+      res.on('close', () => watchers.delete(res));
+      const since = Number(url.searchParams.get('resourceVersion') ?? '0');
+      if (cmData !== undefined && since < rv) res.write(JSON.stringify({ type: 'ADDED', object: cmObject() }) + '\n');
+      return;
+    }
+    send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `no route ${req.method} ${url.pathname}` });
+  };
+
+  const server = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  fake.url = `https://127.0.0.1:${port}`;
+  writeFileSync(fake.kubeconfigPath, [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: fake',
+    '  cluster:',
+    `    server: ${fake.url}`,
+    `    certificate-authority-data: ${Buffer.from(ca.certPem).toString('base64')}`,
+    'users:',
+    '- name: sa',
+    '  user:',
+    `    token: ${FAKE_SA_TOKEN}`,
+    'contexts:',
+    '- name: fake',
+    '  context: {cluster: fake, user: sa}',
+    'current-context: fake',
+    '',
+  ].join('\n'));
+  return fake;
+}
