@@ -117,7 +117,7 @@ test('v2 JSON: Swagger 2.0 with definitions, consumes/produces and body paramete
   assert.equal(v2.swagger, '2.0');
   assert.deepEqual(Object.keys(v2.definitions).sort(), Object.keys(v3.components.schemas).sort());
   assert.deepEqual(v2.definitions[GT]['x-kubernetes-group-version-kind'], [gvk('GitTarget')]);
-  assert.deepEqual(v2.definitions[GT].properties.metadata, { $ref: `#/definitions/${META}.ObjectMeta`, description: 'Standard object metadata.' });
+  assert.deepEqual(v2.definitions[GT].properties.metadata, { $ref: `#/definitions/${META}.ObjectMeta`, description: "Standard object's metadata." });
   assert.equal(v2.definitions[`${META}.ObjectMeta`].properties.creationTimestamp.nullable, undefined);
   const patch = v2.paths[ITEM].patch;
   assert.deepEqual(patch['x-kubernetes-group-version-kind'], gvk('GitTarget'));

@@ -11,7 +11,7 @@ function kindSchema(r: ResourceDefinition): JsonSchema {
   const s = toOpenAPISchema(r.schema);
   if (s.type !== 'object' || !s.properties) throw new Error(`${r.kind}: schema must be an object with properties`);
   // metadata is the shared ObjectMeta component (as Kubernetes publishes it), not an inline copy.
-  s.properties.metadata = embedded(OBJECT_META, s.properties.metadata?.description ?? "Standard object's metadata.");
+  s.properties.metadata = embedded(OBJECT_META, "Standard object's metadata.");
   s['x-kubernetes-group-version-kind'] = gvkList(r, r.kind);
   return s;
 }

@@ -7,6 +7,7 @@ import { encodeV2Protobuf } from './protobuf.js';
 import { buildV2 } from './v2.js';
 import { buildV3 } from './v3.js';
 
+/** Every `etag` is a quoted entity tag (`"<HEX>"`), ready for the ETag header and If-None-Match comparison. */
 export interface OpenAPIDocuments {
   /** GET /openapi/v3 */
   v3Root: { body: Buffer; etag: string };

@@ -55,7 +55,11 @@ export function metaComponents(): Record<string, JsonSchema> {
         selfLink: str('Deprecated; not set by this server.'),
       },
     },
-    [OBJECT_META]: toOpenAPISchema(ObjectMetaSchema),
+    // Own description for the component: explain prints it after the metadata field's description.
+    [OBJECT_META]: {
+      ...toOpenAPISchema(ObjectMetaSchema),
+      description: 'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.',
+    },
     [PATCH]: { type: 'object', description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.' },
     [STATUS]: {
       type: 'object',
