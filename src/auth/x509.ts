@@ -34,7 +34,7 @@ function allowsClientAuth(c: X509Certificate): boolean {
 
 function issued(issuer: X509Certificate, child: X509Certificate): boolean {
   try {
-    return issuer.checkIssued(child) && child.verify(issuer.publicKey);
+    return child.checkIssued(issuer) && child.verify(issuer.publicKey);
   } catch {
     return false;
   }
