@@ -1,0 +1,31 @@
+// What every resource handler receives.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { UserInfo } from '../../auth/types.js';
+import type { Registry, RequestContext } from '../../registry/registry.js';
+import type { RequestInfo } from '../request-info.js';
+import type { Store } from '../../storage/types.js';
+import type { Logger } from '../../metrics/logger.js';
+
+export interface ServerState {
+  store: Store;
+  log: Logger;
+  /** Resolves when the server begins shutting down; long-running watches end then. */
+  shuttingDown: Promise<void>;
+  /** Watch timeout when the client gives none (seconds, randomised per watch like kube-apiserver). */
+  minRequestTimeoutSeconds: number;
+  activeWatches: { count: number };
+}
+
+export interface HandlerContext {
+  req: FastifyRequest;
+  reply: FastifyReply;
+  info: RequestInfo;
+  query: URLSearchParams;
+  registry: Registry;
+  user: UserInfo;
+  state: ServerState;
+}
+
+export function requestContext(h: HandlerContext): RequestContext {
+  return { cluster: h.info.cluster, user: h.user };
+}

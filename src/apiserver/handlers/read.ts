@@ -1,0 +1,90 @@
+// GET of one object and LIST of a collection (with selectors, pagination and the Table and
+// PartialObjectMetadata representations).
+import * as status from '../../api/status.js';
+import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
+import { negotiate } from '../negotiation.js';
+import { send } from '../respond.js';
+import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
+import { encodeContinue, matches, parseListOptions, sortKey, type ListOptions } from '../list-options.js';
+import type { HandlerContext } from './context.js';
+import { requestContext } from './context.js';
+import { serveWatch } from './watch.js';
+
+export async function handleGet(h: HandlerContext): Promise<void> {
+  const output = negotiate(h.req.headers.accept, { table: true, partial: true, partialList: false });
+  const rv = h.query.get('resourceVersion');
+  const obj = await h.registry.get(requestContext(h), h.info.namespace, h.info.name, rv === '0' ? 'any' : 'consistent');
+  if (output === 'table') {
+    const include = parseIncludeObject(h.query.get('includeObject'));
+    send(h.reply, 200, table(h.registry.def, [obj], { resourceVersion: obj.metadata.resourceVersion }, include));
+  } else if (output === 'partial') send(h.reply, 200, partialObjectMetadata(obj));
+  else send(h.reply, 200, obj, output);
+}
+
+/** Index of the first item whose key sorts after `start` (items are sorted by key). */
+function firstAfter(items: KubeObject[], start: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const m = items[mid]!.metadata;
+    const k = sortKey(String(m.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER), m.namespace ?? '', m.name ?? '');
+    if (k <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export async function handleList(h: HandlerContext): Promise<void> {
+  const opts = parseListOptions(h.query, h.registry.def);
+  if (opts.watch) return serveWatch(h, opts);
+  const output = negotiate(h.req.headers.accept, { table: true, partial: false, partialList: true });
+  const include = output === 'table' ? parseIncludeObject(h.query.get('includeObject')) : 'Metadata';
+  const def = h.registry.def;
+  const cluster = h.info.cluster === '*' ? undefined : h.info.cluster;
+  const { items, listRV } = await listItems(h, opts, cluster);
+  let page = items;
+  let cont: string | undefined;
+  let remaining: number | undefined;
+  let start = 0;
+  if (opts.continueToken) {
+    if (opts.continueToken.rv < h.state.store.oldestRetainedRV(h.registry.ref)) throw status.gone(status.CONTINUE_TOO_OLD);
+    start = firstAfter(items, opts.continueToken.start);
+  }
+  if (opts.limit > 0 && items.length - start > opts.limit) {
+    page = items.slice(start, start + opts.limit);
+    const last = page[page.length - 1]!.metadata;
+    cont = encodeContinue({
+      rv: opts.continueToken?.rv ?? listRV,
+      start: sortKey(String(last.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER), last.namespace ?? '', last.name ?? ''),
+    });
+    remaining = items.length - start - opts.limit;
+  } else if (start > 0) page = items.slice(start);
+  const meta: Record<string, unknown> = { resourceVersion: String(opts.continueToken?.rv ?? listRV) };
+  if (cont) {
+    meta.continue = cont;
+    meta.remainingItemCount = remaining;
+  }
+  if (output === 'table') send(h.reply, 200, table(def, page, meta, include));
+  else if (output === 'partial-list') {
+    send(h.reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: meta, items: page.map(partialObjectMetadata) });
+  } else send(h.reply, 200, { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta, items: page }, output);
+}
+
+/** Reads the collection honouring resourceVersion semantics, then filters by selectors. */
+export async function listItems(h: HandlerContext, opts: ListOptions, cluster: string | undefined): Promise<{ items: KubeObject[]; listRV: number }> {
+  const rv = opts.resourceVersion;
+  const consistency = rv === '0' && !opts.continueToken ? 'any' : 'consistent';
+  const res = await h.registry.list(cluster, h.info.namespace, consistency);
+  if (rv && rv !== '0') {
+    const want = Number(rv);
+    if (opts.resourceVersionMatch === 'Exact' && want !== res.resourceVersion) {
+      if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+      throw status.gone(`too old resource version: ${want} (${res.resourceVersion}); exact reads are served at the latest resourceVersion only`);
+    }
+    if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+  }
+  const def = h.registry.def;
+  const filtered = opts.labelSelector.empty && opts.fieldSelector.empty ? res.items : res.items.filter((o) => matches(def, opts, o));
+  return { items: filtered, listRV: res.resourceVersion };
+}

@@ -1,0 +1,126 @@
+// The watch protocol: a chunked 200 whose headers are flushed at once (kubectl wait blocks until
+// it sees them), then one JSON event per line. Covers initial state (resourceVersion unset/0 and
+// WatchList's sendInitialEvents), resume from any retained resourceVersion, selector transitions,
+// bookmarks, Table and PartialObjectMetadata event objects, and a clean end on timeout.
+import * as status from '../../api/status.js';
+import { StorageError, type KubeObject, type StoreEvent, type WatchHandle } from '../../storage/types.js';
+import { negotiate } from '../negotiation.js';
+import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
+import { matches, type ListOptions } from '../list-options.js';
+import type { HandlerContext } from './context.js';
+import { listItems } from './read.js';
+
+type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<void> {
+  const output = negotiate(h.req.headers.accept, { table: true, partial: true, partialList: false });
+  const include = output === 'table' ? parseIncludeObject(h.query.get('includeObject')) : 'Metadata';
+  const def = h.registry.def;
+  const cluster = h.info.cluster === '*' ? undefined : h.info.cluster;
+  const namespace = h.info.namespace || undefined;
+
+  // Decide the starting point before any byte is written, so errors can still be proper Statuses.
+  let initial: KubeObject[] = [];
+  let fromRV: number;
+  const rv = opts.resourceVersion;
+  const wantsInitial = opts.sendInitialEvents || rv === undefined || rv === '0';
+  if (wantsInitial) {
+    const listed = await listItems(h, { ...opts, resourceVersion: rv === '0' ? '0' : undefined, continueToken: undefined }, cluster);
+    initial = listed.items;
+    fromRV = listed.listRV;
+  } else {
+    fromRV = Number(rv);
+  }
+
+  const raw = h.reply.raw;
+  h.reply.hijack();
+  raw.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
+  raw.flushHeaders();
+
+  let closed = false;
+  let lastRV = fromRV;
+  let sentColumns = false;
+  let handle: WatchHandle | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  h.state.activeWatches.count++;
+
+  const encode = (type: EventType, obj: unknown): string => {
+    if (type === 'ERROR' || type === 'BOOKMARK') return `${JSON.stringify({ type, object: obj })}\n`;
+    let o: unknown = obj;
+    if (output === 'table') {
+      o = table(def, [obj as KubeObject], { resourceVersion: (obj as KubeObject).metadata.resourceVersion }, include, !sentColumns);
+      sentColumns = true;
+    } else if (output === 'partial') o = partialObjectMetadata(obj as KubeObject);
+    return `${JSON.stringify({ type, object: o })}\n`;
+  };
+  const write = (line: string) => {
+    if (!closed) raw.write(line);
+  };
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    h.state.activeWatches.count--;
+    handle?.stop();
+    if (timer) clearTimeout(timer);
+    raw.end();
+  };
+  const bookmark = (rvNow: number, initialEnd = false) => {
+    const metadata: Record<string, unknown> = { resourceVersion: String(rvNow) };
+    if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
+    write(encode('BOOKMARK', { kind: def.kind, apiVersion: h.registry.apiVersion, metadata }));
+  };
+  raw.on('close', finish);
+  raw.on('error', finish);
+
+  for (const obj of initial) write(encode('ADDED', obj));
+  if (opts.sendInitialEvents) bookmark(fromRV, true);
+
+  const onEvent = (ev: StoreEvent) => {
+    if (closed || ev.rv <= lastRV) return;
+    lastRV = ev.rv;
+    if (namespace && ev.object.metadata.namespace !== namespace) return;
+    const now = matches(def, opts, ev.object);
+    const before = ev.prevObject ? matches(def, opts, ev.prevObject) : false;
+    let type: EventType = ev.type;
+    if (ev.type === 'MODIFIED' && now && !before) type = 'ADDED';
+    else if (ev.type === 'MODIFIED' && !now && before) type = 'DELETED';
+    else if (!now && !(ev.type === 'DELETED' && before)) return;
+    write(encode(type, ev.object));
+  };
+  try {
+    handle = await h.state.store.watch(
+      h.registry.ref,
+      { cluster, namespace, fromRV },
+      {
+        onEvent,
+        onProgress: (p) => {
+          if (opts.allowWatchBookmarks && p > lastRV && !closed) {
+            lastRV = p;
+            bookmark(p);
+          }
+        },
+        onClose: (reason) => {
+          write(encode('ERROR', statusFor(reason)));
+          finish();
+        },
+      },
+    );
+  } catch (e) {
+    // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
+    // what the watch cache does, and what client-go turns into a re-list.
+    const s = e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
+    write(encode('ERROR', s));
+    finish();
+    return;
+  }
+  if (closed) handle.stop();
+  const timeoutSeconds = opts.timeoutSeconds ?? h.state.minRequestTimeoutSeconds * (1 + Math.random());
+  timer = setTimeout(finish, timeoutSeconds * 1000);
+  void h.state.shuttingDown.then(finish);
+}
+
+function statusFor(e: StorageError): status.Status {
+  if (e.code === 'Expired') return status.gone(e.message).status;
+  if (e.code === 'Unavailable') return status.serviceUnavailable(`storage is unavailable: ${e.message}`).status;
+  return status.internalError(e.message).status;
+}

@@ -1,0 +1,102 @@
+// create (POST), update (PUT), patch (PATCH), delete and deletecollection (DELETE).
+import * as status from '../../api/status.js';
+import type { DeleteOptions } from '../../registry/registry.js';
+import type { KubeObject } from '../../storage/types.js';
+import { decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
+import { mediaType, negotiate } from '../negotiation.js';
+import { send } from '../respond.js';
+import { partialObjectMetadata } from '../representation.js';
+import { listItems } from './read.js';
+import { parseListOptions } from '../list-options.js';
+import { type HandlerContext, requestContext } from './context.js';
+
+function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): void {
+  const output = negotiate(h.req.headers.accept, { table: false, partial: true, partialList: false });
+  send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj) : obj, output, warnings);
+}
+
+export async function handleCreate(h: HandlerContext): Promise<void> {
+  if (h.info.subresource) throw status.methodNotAllowed();
+  const opts = writeOptions(h.query, 'create', h.req.headers['user-agent']);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body);
+  const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body, opts);
+  respondObject(h, 201, object, warnings);
+}
+
+export async function handleUpdate(h: HandlerContext): Promise<void> {
+  const opts = writeOptions(h.query, 'update', h.req.headers['user-agent']);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body);
+  const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body, opts, h.info.subresource);
+  respondObject(h, 200, object, warnings);
+}
+
+export async function handlePatch(h: HandlerContext): Promise<void> {
+  // The content type is checked before anything else, as kube-apiserver does.
+  const kind = patchKind(h.req.headers['content-type']);
+  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent']);
+  const apply = decodePatch(kind, h.req.body);
+  const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, apply, opts, h.info.subresource);
+  respondObject(h, 200, object, warnings);
+}
+
+/** DeleteOptions from the body (kubectl) and/or the query string. */
+function deleteOptions(h: HandlerContext): DeleteOptions {
+  let body: Record<string, any> = {};
+  const raw = h.req.body;
+  if (Buffer.isBuffer(raw) && raw.length > 0) {
+    const mt = mediaType(h.req.headers['content-type']);
+    if (mt !== '' && mt !== 'application/json' && mt !== 'application/yaml') {
+      throw status.unsupportedMediaType('the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+    }
+    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw);
+    if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) throw status.badRequest('DeleteOptions must be a JSON object');
+    body = decoded as Record<string, any>;
+  }
+  const dryRun: unknown[] = [...(Array.isArray(body.dryRun) ? body.dryRun : []), ...h.query.getAll('dryRun')];
+  for (const d of dryRun) {
+    if (d !== 'All') {
+      throw status.invalidOptions('DeleteOptions', [{ type: 'FieldValueNotSupported', field: 'dryRun', value: d, detail: 'supported values: "All"' }]);
+    }
+  }
+  const policy = body.propagationPolicy ?? h.query.get('propagationPolicy');
+  if (policy != null && !['Background', 'Foreground', 'Orphan'].includes(policy)) {
+    throw status.invalidOptions('DeleteOptions', [
+      { type: 'FieldValueNotSupported', field: 'propagationPolicy', value: policy, detail: 'supported values: "Background", "Foreground", "Orphan"' },
+    ]);
+  }
+  const pre = body.preconditions;
+  return {
+    dryRun: dryRun.length > 0,
+    preconditions: pre && typeof pre === 'object' ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined } : undefined,
+  };
+}
+
+export async function handleDelete(h: HandlerContext): Promise<void> {
+  if (h.info.subresource) throw status.methodNotAllowed();
+  const opts = deleteOptions(h);
+  const obj = await h.registry.delete(requestContext(h), h.info.namespace, h.info.name, opts);
+  respondObject(h, 200, obj);
+}
+
+export async function handleDeleteCollection(h: HandlerContext): Promise<void> {
+  const opts = deleteOptions(h);
+  const list = parseListOptions(h.query, h.registry.def);
+  if (list.watch) throw status.badRequest('watch is not supported on deletecollection');
+  const cluster = h.info.cluster;
+  const { items, listRV } = await listItems(h, { ...list, continueToken: undefined }, cluster);
+  const deleted: KubeObject[] = [];
+  for (const item of items) {
+    try {
+      deleted.push(await h.registry.delete(requestContext(h), item.metadata.namespace ?? '', item.metadata.name!, opts));
+    } catch (e) {
+      // An object removed concurrently is simply no longer ours to delete.
+      if (!(e instanceof status.StatusError && e.status.reason === 'NotFound')) throw e;
+    }
+  }
+  send(h.reply, 200, {
+    apiVersion: h.registry.apiVersion,
+    kind: h.registry.def.listKind,
+    metadata: { resourceVersion: String(listRV) },
+    items: deleted,
+  });
+}

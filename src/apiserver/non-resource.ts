@@ -1,0 +1,129 @@
+// Non-resource endpoints: health, version, discovery and OpenAPI documents.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import * as status from '../api/status.js';
+import { GROUP, VERSION } from '../api/resources.js';
+import { aggregatedContentType, type Doc } from './discovery.js';
+import { V2_PROTOBUF_CONTENT_TYPE } from './openapi/index.js';
+import { parseAccept, wantsAggregatedDiscovery } from './negotiation.js';
+import { sendRaw } from './respond.js';
+import type { RequestInfo } from './request-info.js';
+import type { ServerContext } from './server.js';
+
+export interface HealthCheck {
+  name: string;
+  /** undefined when healthy, else why not. */
+  check(): string | undefined;
+}
+
+const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
+
+function health(ctx: ServerContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
+  const checks: HealthCheck[] = [{ name: 'ping', check: () => undefined }];
+  if (path === '/readyz') {
+    checks.push({ name: 'storage', check: () => ctx.state.store.unhealthyReason() });
+    checks.push(...(ctx.cfg.healthChecks ?? []));
+  }
+  const results = checks.map((c) => ({ name: c.name, why: c.check() }));
+  const failed = results.filter((r) => r.why !== undefined);
+  const verbose = query.has('verbose');
+  const kind = path.slice(1);
+  let text: string;
+  if (verbose || failed.length) {
+    const lines = results.map((r) => (r.why === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.why}`));
+    lines.push(failed.length ? `${kind} check failed` : `${kind} check passed`);
+    text = `${lines.join('\n')}\n`;
+  } else text = 'ok';
+  return sendRaw(reply, failed.length ? 500 : 200, 'text/plain; charset=utf-8', text, { 'x-content-type-options': 'nosniff' });
+}
+
+function sendDoc(req: FastifyRequest, reply: FastifyReply, doc: Doc, contentType: string, extra: Record<string, string> = {}): FastifyReply {
+  if (req.headers['if-none-match'] === doc.etag) return reply.code(304).headers({ etag: doc.etag, ...extra }).send();
+  return sendRaw(reply, 200, contentType, doc.body, { etag: doc.etag, ...extra });
+}
+
+function discoveryRoot(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, core: boolean): FastifyReply {
+  const want = wantsAggregatedDiscovery(req.headers.accept);
+  if (want === 'none') throw status.notAcceptable();
+  if (want === 'v2' || want === 'v2beta1') {
+    if (core) {
+      const body = { kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${want}`, metadata: {}, items: [] };
+      return sendRaw(reply, 200, aggregatedContentType(want), JSON.stringify(body), { vary: 'Accept' });
+    }
+    return sendDoc(req, reply, ctx.discovery.aggregated[want], aggregatedContentType(want), { vary: 'Accept', 'cache-control': 'public' });
+  }
+  if (core) return sendRaw(reply, 200, 'application/json', JSON.stringify({ kind: 'APIVersions', versions: [], serverAddressByClientCIDRs: [] }));
+  return sendRaw(reply, 200, 'application/json', ctx.discovery.groupList.body, { vary: 'Accept' });
+}
+
+function openapiV2(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  for (const r of parseAccept(req.headers.accept)) {
+    if (r.type === 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' || r.type === 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf') {
+      return sendDoc(req, reply, ctx.openapi.v2Protobuf, V2_PROTOBUF_CONTENT_TYPE);
+    }
+    if (r.type === 'application/json' || r.type === '*/*' || r.type === 'application/*') {
+      return sendDoc(req, reply, ctx.openapi.v2Json, 'application/json');
+    }
+  }
+  throw status.notAcceptable('only the following media types are accepted: application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf');
+}
+
+function openapiV3GroupVersion(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, query: URLSearchParams): FastifyReply {
+  const gv = ctx.openapi.v3GroupVersion;
+  const hash = query.get('hash');
+  if (hash !== null && hash !== gv.hash) {
+    return reply.code(301).header('location', `/openapi/v3/${gv.path}?hash=${gv.hash}`).send();
+  }
+  const extra: Record<string, string> = { vary: 'Accept' };
+  if (hash !== null) {
+    extra['cache-control'] = 'public, immutable';
+    extra.expires = new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString();
+  }
+  return sendDoc(req, reply, { body: gv.body, etag: gv.etag }, 'application/json', extra);
+}
+
+export async function serveNonResource(
+  ctx: ServerContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  info: RequestInfo,
+  query: URLSearchParams,
+): Promise<void> {
+  const path = info.path.length > 1 ? info.path.replace(/\/+$/, '') : info.path;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (HEALTH_PATHS.has(path) || path.startsWith('/apis') || path.startsWith('/openapi') || path === '/version' || path === '/api') {
+      throw status.methodNotAllowed();
+    }
+    throw status.pathNotFound();
+  }
+  if (HEALTH_PATHS.has(path)) {
+    health(ctx, reply, path, query);
+    return;
+  }
+  switch (path) {
+    case '/version':
+      sendRaw(reply, 200, 'application/json', ctx.discovery.version.body);
+      return;
+    case '/api':
+      discoveryRoot(ctx, req, reply, true);
+      return;
+    case '/apis':
+      discoveryRoot(ctx, req, reply, false);
+      return;
+    case `/apis/${GROUP}`:
+      sendRaw(reply, 200, 'application/json', ctx.discovery.group.body);
+      return;
+    case `/apis/${GROUP}/${VERSION}`:
+      sendRaw(reply, 200, 'application/json', ctx.discovery.resourceList.body);
+      return;
+    case '/openapi/v2':
+      openapiV2(ctx, req, reply);
+      return;
+    case '/openapi/v3':
+      sendDoc(req, reply, ctx.openapi.v3Root, 'application/json');
+      return;
+    case `/openapi/v3/${ctx.openapi.v3GroupVersion.path}`:
+      openapiV3GroupVersion(ctx, req, reply, query);
+      return;
+  }
+  throw status.pathNotFound();
+}

@@ -1,0 +1,231 @@
+// The HTTP server: fastify over TLS (HTTP/2 with HTTP/1.1 fallback), authentication and
+// authorization of every request, and dispatch to discovery, OpenAPI, health and resource
+// handlers. `buildServer` assembles everything without listening, so tests can inject requests.
+import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { TLSSocket } from 'node:tls';
+import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
+import * as status from '../api/status.js';
+import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
+import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/types.js';
+import { Registry, type ResourceHooks } from '../registry/registry.js';
+import type { Store } from '../storage/types.js';
+import type { Logger } from '../metrics/logger.js';
+import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
+import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
+import { MAX_BODY_BYTES } from './body.js';
+import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
+import { sendStatus } from './respond.js';
+import type { HandlerContext, ServerState } from './handlers/context.js';
+import { handleGet, handleList } from './handlers/read.js';
+import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
+import { serveNonResource, type HealthCheck } from './non-resource.js';
+
+export interface ServerConfig {
+  store: Store;
+  tls: { certPem: string; keyPem: string; clientCAs(): string[]; onClientCAsChange?(listener: () => void): void };
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  alwaysAllowPaths: string[];
+  log: Logger;
+  version: Record<string, string>;
+  /** Per-resource behaviour (e.g. CommitRequest's submitter and assert-author). */
+  hooks?: Record<string, ResourceHooks>;
+  minRequestTimeoutSeconds?: number;
+  healthChecks?: HealthCheck[];
+}
+
+export interface BuiltServer {
+  app: FastifyInstance;
+  registries: Map<string, Registry>;
+  openapi: OpenAPIDocuments;
+  listen(port: number, host: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
+  const log = cfg.log;
+  let signalShutdown!: () => void;
+  const state: ServerState = {
+    store: cfg.store,
+    log,
+    shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
+    minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
+    activeWatches: { count: 0 },
+  };
+  const registries = new Map<string, Registry>();
+  for (const def of RESOURCES) registries.set(def.plural, new Registry(def, cfg.store, cfg.hooks?.[def.plural]));
+  const discovery: DiscoveryDocs = buildDiscovery(GROUP, VERSION, RESOURCES, cfg.version);
+  const openapi = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
+
+  const app = fastify({
+    http2: true,
+    https: {
+      allowHTTP1: true,
+      cert: cfg.tls.certPem,
+      key: cfg.tls.keyPem,
+      ca: cfg.tls.clientCAs(),
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+    },
+    bodyLimit: MAX_BODY_BYTES,
+    logger: false,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  } as any) as unknown as FastifyInstance;
+
+  cfg.tls.onClientCAsChange?.(() => {
+    // CA rotation: new handshakes verify against the new bundles, no restart.
+    (app.server as unknown as { setSecureContext(o: object): void }).setSecureContext({
+      cert: cfg.tls.certPem,
+      key: cfg.tls.keyPem,
+      ca: cfg.tls.clientCAs(),
+      minVersion: 'TLSv1.2',
+    });
+    log.info('client CA bundles reloaded');
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: any, req, reply) => {
+    if (err instanceof status.StatusError) return sendStatus(reply, err.status, err.headers);
+    if (err?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err?.statusCode === 413) {
+      return sendStatus(reply, status.entityTooLarge(MAX_BODY_BYTES).status);
+    }
+    if (typeof err?.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendStatus(reply, status.badRequest(String(err.message ?? 'bad request')).status);
+    }
+    log.error('internal error', { method: req.method, url: req.url.split('?')[0], error: String(err?.stack ?? err) });
+    return sendStatus(reply, status.internalError('an unexpected error occurred; the server logged it').status);
+  });
+  app.setNotFoundHandler((_req, reply) => sendStatus(reply, status.methodNotAllowed().status));
+
+  const ctx = { cfg, state, registries, discovery, openapi };
+  app.route({
+    method: ALLOWED_METHODS,
+    url: '/*',
+    handler: (req, reply) => handle(ctx, req, reply),
+  });
+
+  return {
+    app,
+    registries,
+    openapi,
+    async listen(port, host) {
+      return app.listen({ port, host });
+    },
+    async close() {
+      signalShutdown();
+      await app.close();
+    },
+  };
+}
+
+interface Ctx {
+  cfg: ServerConfig;
+  state: ServerState;
+  registries: Map<string, Registry>;
+  discovery: DiscoveryDocs;
+  openapi: OpenAPIDocuments;
+}
+
+async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
+  const socket = (req.raw as unknown as { socket: TLSSocket }).socket;
+  const res = await ctx.cfg.authenticator.authenticate({
+    peerChain: socket && typeof socket.getPeerCertificate === 'function' ? peerChainFromSocket(socket) : undefined,
+    headers: req.headers,
+    rawHeaders: req.raw.rawHeaders,
+  });
+  if (res.kind === 'user') return res.user;
+  if (res.kind === 'anonymous' && pathMatches(ctx.cfg.alwaysAllowPaths, path)) return undefined;
+  throw status.unauthorized();
+}
+
+async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<void> {
+  if (user.groups.includes(SYSTEM_MASTERS)) return;
+  if (!info.isResourceRequest && pathMatches(ctx.cfg.alwaysAllowPaths, info.path)) return;
+  const attrs: Attributes = info.isResourceRequest
+    ? {
+        user,
+        verb: info.verb,
+        resourceRequest: true,
+        namespace: info.namespace || undefined,
+        apiGroup: info.apiGroup,
+        apiVersion: info.apiVersion,
+        resource: info.resource,
+        subresource: info.subresource || undefined,
+        name: info.authorizationName || undefined,
+      }
+    : { user, verb: info.verb === 'head' ? 'get' : info.verb, resourceRequest: false, path: info.path };
+  let decision: string;
+  let reason: string | undefined;
+  try {
+    ({ decision, reason } = await ctx.cfg.authorizer.authorize(attrs));
+  } catch (e) {
+    // Fail closed: an authorizer that cannot answer denies.
+    reason = `the authorization check could not be made: ${(e as Error).message}`;
+    decision = 'deny';
+  }
+  if (decision !== 'allow') throw status.forbidden(forbiddenMessage(attrs, reason), forbiddenDetails(attrs));
+}
+
+async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const url = req.url;
+  const q = url.indexOf('?');
+  const rawPath = q < 0 ? url : url.slice(0, q);
+  const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  let info: RequestInfo;
+  try {
+    info = parseRequestInfo(req.method, rawPath, query);
+  } catch (e) {
+    if (e instanceof BadClusterError) throw status.badRequest(e.message);
+    throw e;
+  }
+  const user = await authenticate(ctx, req, info.path);
+  if (user) await authorize(ctx, user, info);
+  if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
+  return serveResource(ctx, req, reply, info, query, user!);
+}
+
+async function serveResource(
+  ctx: Ctx,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  info: RequestInfo,
+  query: URLSearchParams,
+  user: UserInfo,
+): Promise<void> {
+  if (info.apiGroup !== GROUP || info.apiVersion !== VERSION) throw status.pathNotFound();
+  const def: ResourceDefinition | undefined = findResource(info.resource);
+  const registry = ctx.registries.get(info.resource);
+  if (!def || !registry) throw status.pathNotFound();
+  if (info.subresource && info.subresource !== 'status') throw status.pathNotFound();
+  const method = req.method === 'HEAD' ? 'GET' : req.method;
+  if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
+  if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
+  const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
+  if (!info.name) {
+    if (method === 'GET') return handleList(h);
+    if (method === 'POST') return handleCreate(h);
+    if (method === 'DELETE') return handleDeleteCollection(h);
+    throw status.methodNotAllowed();
+  }
+  if (info.subresource && !['GET', 'PUT', 'PATCH'].includes(method)) throw status.methodNotAllowed();
+  switch (method) {
+    case 'GET':
+      return handleGet(h);
+    case 'PUT':
+      return handleUpdate(h);
+    case 'PATCH':
+      return handlePatch(h);
+    case 'DELETE':
+      return handleDelete(h);
+    default:
+      throw status.methodNotAllowed();
+  }
+}
+
+export type { Ctx as ServerContext };

@@ -1,0 +1,81 @@
+// The development PKI `npm start` creates under <cert-dir>: a CA, a serving certificate, an admin
+// client certificate (O=system:masters) and an admin kubeconfig. Existing files are reused, so a
+// restart keeps working with kubeconfigs handed out earlier.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createCA, issueCertificate, type KeyPair } from './pki.js';
+
+export interface DevPKI {
+  caFile: string;
+  caPem: string;
+  serving: KeyPair;
+  servingCertFile: string;
+  servingKeyFile: string;
+  adminCertFile: string;
+  adminKeyFile: string;
+}
+
+function load(dir: string, name: string): KeyPair | undefined {
+  const c = join(dir, `${name}.crt`);
+  const k = join(dir, `${name}.key`);
+  if (!existsSync(c) || !existsSync(k)) return undefined;
+  return { certPem: readFileSync(c, 'utf8'), keyPem: readFileSync(k, 'utf8') };
+}
+
+function save(dir: string, name: string, kp: KeyPair): void {
+  writeFileSync(join(dir, `${name}.crt`), kp.certPem, { mode: 0o644 });
+  writeFileSync(join(dir, `${name}.key`), kp.keyPem, { mode: 0o600 });
+}
+
+export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAddresses: string[] }): DevPKI {
+  mkdirSync(certDir, { recursive: true, mode: 0o700 });
+  let ca = load(certDir, 'ca');
+  if (!ca) {
+    ca = createCA('reverser-apiserver-dev-ca');
+    save(certDir, 'ca', ca);
+  }
+  let serving = load(certDir, 'apiserver');
+  if (!serving) {
+    serving = issueCertificate(ca, { commonName: 'reverser-apiserver', usage: 'server', ...hosts });
+    save(certDir, 'apiserver', serving);
+  }
+  if (!load(certDir, 'admin')) {
+    save(certDir, 'admin', issueCertificate(ca, { commonName: 'admin', organizations: ['system:masters'], usage: 'client' }));
+  }
+  return {
+    caFile: join(certDir, 'ca.crt'),
+    caPem: ca.certPem,
+    serving,
+    servingCertFile: join(certDir, 'apiserver.crt'),
+    servingKeyFile: join(certDir, 'apiserver.key'),
+    adminCertFile: join(certDir, 'admin.crt'),
+    adminKeyFile: join(certDir, 'admin.key'),
+  };
+}
+
+/** A kubeconfig for a client certificate user; certificate data is embedded so the file stands alone. */
+export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: string; keyPem: string; user: string; namespace?: string }): string {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: reverser',
+    '  cluster:',
+    `    server: ${opts.server}`,
+    `    certificate-authority-data: ${b64(opts.caPem)}`,
+    'users:',
+    `- name: ${opts.user}`,
+    '  user:',
+    `    client-certificate-data: ${b64(opts.certPem)}`,
+    `    client-key-data: ${b64(opts.keyPem)}`,
+    'contexts:',
+    '- name: reverser',
+    '  context:',
+    '    cluster: reverser',
+    `    user: ${opts.user}`,
+    `    namespace: ${opts.namespace ?? 'default'}`,
+    'current-context: reverser',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,89 @@
+// Certificates with node-forge. Keys come from node's native RSA generator (forge's pure-JS
+// generator takes seconds per key); forge builds and signs the X.509 certificates.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import forge from 'node-forge';
+
+export interface KeyPair {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface IssueOptions {
+  commonName: string;
+  organizations?: string[];
+  dnsNames?: string[];
+  ipAddresses?: string[];
+  usage: 'server' | 'client' | 'server+client';
+  days?: number;
+}
+
+function newKey(): { forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; keyPem: string } {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const forgeKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  const publicKey = forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e);
+  return { forgeKey, publicKey, keyPem };
+}
+
+function serial(): string {
+  // Positive, 16 bytes, as hex (the high bit cleared so DER keeps it positive).
+  const b = randomBytes(16);
+  b[0] = b[0]! & 0x7f;
+  return b.toString('hex');
+}
+
+function validity(cert: forge.pki.Certificate, days: number): void {
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - 5 * 60 * 1000); // tolerate small clock skew
+  cert.validity.notAfter = new Date(now + days * 24 * 3600 * 1000);
+}
+
+export function createCA(commonName: string, days = 3650): KeyPair {
+  const k = newKey();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = k.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, days);
+  const attrs = [{ name: 'commonName', value: commonName }];
+  cert.setSubject(attrs);
+  cert.setIssuer(attrs);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(k.forgeKey, forge.md.sha256.create());
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+}
+
+export function issueCertificate(ca: KeyPair, opts: IssueOptions): KeyPair {
+  const caCert = forge.pki.certificateFromPem(ca.certPem);
+  const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
+  const k = newKey();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = k.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, opts.days ?? 365);
+  const subject: forge.pki.CertificateField[] = [{ name: 'commonName', value: opts.commonName }];
+  for (const o of opts.organizations ?? []) subject.push({ name: 'organizationName', value: o });
+  cert.setSubject(subject);
+  cert.setIssuer(caCert.subject.attributes);
+  const altNames = [
+    ...(opts.dnsNames ?? []).map((value) => ({ type: 2, value })),
+    ...(opts.ipAddresses ?? []).map((ip) => ({ type: 7, ip })),
+  ];
+  const ext: any[] = [
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    {
+      name: 'extKeyUsage',
+      serverAuth: opts.usage !== 'client',
+      clientAuth: opts.usage !== 'server',
+    },
+    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+  ];
+  if (altNames.length) ext.push({ name: 'subjectAltName', altNames });
+  cert.setExtensions(ext);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+}

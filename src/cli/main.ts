@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// Entry point of the `reverser-apiserver` binary.
+import { FlagError, helpText, parseServeFlags } from './options.js';
+import { serve } from './serve.js';
+import { versionInfo } from './version.js';
+import { createLogger } from '../metrics/logger.js';
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || (cmd === 'serve' && rest.includes('--help'))) {
+    process.stdout.write(helpText());
+    return cmd === undefined ? 1 : 0;
+  }
+  if (cmd === 'version' || cmd === '--version') {
+    process.stdout.write(`${versionInfo().gitVersion}\n`);
+    return 0;
+  }
+  if (cmd !== 'serve') {
+    process.stderr.write(`unknown command ${JSON.stringify(cmd)}; run reverser-apiserver --help\n`);
+    return 2;
+  }
+  let opts;
+  try {
+    opts = parseServeFlags(rest);
+  } catch (e) {
+    if (e instanceof FlagError) {
+      process.stderr.write(`error: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const log = createLogger(opts.logLevel);
+  const running = await serve(opts, log);
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string) => {
+      log.info('shutting down', { signal: sig });
+      void running.stop().then(resolve, resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e) => {
+    process.stderr.write(`error: ${(e as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,141 @@
+// Flags of `reverser-apiserver serve`: parsing and validation. Names follow k8s.io/apiserver so
+// operators recognise them. Unknown or invalid flags fail with a message naming the flag.
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
+import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
+import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
+
+export class FlagError extends Error {}
+
+interface Flag {
+  name: string;
+  description: string;
+  default?: string;
+}
+
+const SERVE_FLAGS: Flag[] = [
+  { name: 'secure-port', description: 'HTTPS port.', default: '8443' },
+  { name: 'bind-address', description: 'Address to listen on (the deployment manifests set 0.0.0.0).', default: '127.0.0.1' },
+  { name: 'data-dir', description: 'Directory for the embedded store, generated certificates, kubeconfigs and local repositories.', default: './.reverser' },
+  { name: 'cert-dir', description: 'Directory for generated certificates (default <data-dir>/certs).' },
+  { name: 'tls-cert-file', description: 'Serving certificate (PEM). Generated under --cert-dir when absent.' },
+  { name: 'tls-private-key-file', description: 'Private key of --tls-cert-file (PEM).' },
+  { name: 'storage', description: 'Storage backend: embedded (in memory, persisted under --data-dir) or redis.', default: 'embedded' },
+  { name: 'redis-url', description: 'Redis URL (redis:// or rediss://) for --storage=redis.', default: 'redis://127.0.0.1:6379' },
+  { name: 'redis-key-prefix', description: 'Prefix of every Redis key: 1..128 characters of [A-Za-z0-9._:-], trailing ":" trimmed.', default: DEFAULT_KEY_PREFIX },
+  { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
+  { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
+  { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
+  { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
+];
+
+export interface ServeOptions {
+  securePort: number;
+  bindAddress: string;
+  dataDir: string;
+  certDir: string;
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  storage: 'embedded' | 'redis';
+  redisUrl: string;
+  redisKeyPrefix: string;
+  eventLogRetention: number;
+  kubeconfig?: string;
+  minRequestTimeoutSeconds: number;
+  logLevel: LogLevel;
+  authn: AuthnOptions;
+  authz: AuthzOptions;
+  /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
+  devPKI: boolean;
+}
+
+export function allServeFlags(): Flag[] {
+  return [...SERVE_FLAGS, ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default }))];
+}
+
+export function helpText(): string {
+  const lines = [
+    'reverser-apiserver: a Kubernetes aggregated API server (configbutler.ai/v1alpha1) that turns API edits into attributed Git commits.',
+    '',
+    'Usage:',
+    '  reverser-apiserver serve [flags]   run the API server',
+    '  reverser-apiserver version         print the version',
+    '  reverser-apiserver --help          this text',
+    '',
+    'Flags of serve:',
+  ];
+  for (const f of allServeFlags()) {
+    lines.push(`  --${f.name}${f.default !== undefined && f.default !== '' ? ` (default ${JSON.stringify(f.default)})` : ''}`);
+    lines.push(`      ${f.description}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function int(values: Record<string, string | undefined>, name: string, min: number, max: number): number {
+  const v = values[name]!;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new FlagError(`--${name}: must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+export function parseServeFlags(argv: string[]): ServeOptions {
+  const flags = allServeFlags();
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: Object.fromEntries(flags.map((f) => [f.name, { type: 'string' as const }])),
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (e) {
+    const msg = (e as Error).message;
+    const m = /'(--?[^' ]+)'/.exec(msg);
+    throw new FlagError(m ? `unknown or malformed flag ${m[1]}: run reverser-apiserver --help for the list` : msg);
+  }
+  const values: Record<string, string | undefined> = {};
+  for (const f of flags) values[f.name] = (parsed.values[f.name] as string | undefined) ?? f.default;
+  const explicit = (n: string) => parsed.values[n] !== undefined;
+
+  const storage = values['storage'];
+  if (storage !== 'embedded' && storage !== 'redis') throw new FlagError(`--storage: must be embedded or redis, got ${JSON.stringify(storage)}`);
+  const logLevel = values['log-level'] as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new FlagError(`--log-level: must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  let redisKeyPrefix: string;
+  try {
+    redisKeyPrefix = validateKeyPrefix(values['redis-key-prefix']!);
+  } catch (e) {
+    throw new FlagError(`--redis-key-prefix: ${(e as Error).message}`);
+  }
+  const redisUrl = values['redis-url']!;
+  if (!/^rediss?:\/\//.test(redisUrl)) throw new FlagError(`--redis-url: must start with redis:// or rediss://, got ${JSON.stringify(redisUrl)}`);
+  if (explicit('tls-cert-file') !== explicit('tls-private-key-file')) {
+    throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
+  }
+  const dataDir = resolve(values['data-dir']!);
+  let auth: { authn: AuthnOptions; authz: AuthzOptions };
+  try {
+    auth = parseAuthFlags(values);
+  } catch (e) {
+    if (e instanceof AuthFlagError) throw new FlagError(e.message);
+    throw e;
+  }
+  return {
+    securePort: int(values, 'secure-port', 1, 65535),
+    bindAddress: values['bind-address']!,
+    dataDir,
+    certDir: resolve(values['cert-dir'] ?? `${dataDir}/certs`),
+    tlsCertFile: values['tls-cert-file'],
+    tlsKeyFile: values['tls-private-key-file'],
+    storage,
+    redisUrl,
+    redisKeyPrefix,
+    eventLogRetention: int(values, 'event-log-retention', 1, 10_000_000),
+    kubeconfig: values['kubeconfig'],
+    minRequestTimeoutSeconds: int(values, 'min-request-timeout', 1, 86400),
+    logLevel,
+    authn: auth.authn,
+    authz: auth.authz,
+    devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
+  };
+}

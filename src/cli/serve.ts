@@ -1,0 +1,95 @@
+// `reverser-apiserver serve`: options → config → server, then listen. Nothing imports this module.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
+import { buildServer, type BuiltServer } from '../apiserver/server.js';
+import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
+import { createStore } from '../storage/index.js';
+import { createLogger, type Logger } from '../metrics/logger.js';
+import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
+import type { ServeOptions } from './options.js';
+import { versionInfo } from './version.js';
+
+export interface Running {
+  server: BuiltServer;
+  url: string;
+  stop(): Promise<void>;
+}
+
+function authLogger(log: Logger): AuthLogger {
+  return { info: (m: string) => log.info(m), warn: (m: string) => log.warn(m), error: (m: string) => log.error(m) };
+}
+
+export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.logLevel)): Promise<Running> {
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const clientHost = opts.bindAddress === '0.0.0.0' || opts.bindAddress === '::' ? '127.0.0.1' : opts.bindAddress;
+  let certPem: string;
+  let keyPem: string;
+  let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  if (opts.tlsCertFile && opts.tlsKeyFile) {
+    certPem = readFileSync(opts.tlsCertFile, 'utf8');
+    keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
+  } else {
+    const pki = ensureDevPKI(opts.certDir, {
+      dnsNames: ['localhost', 'reverser-apiserver', 'reverser-apiserver.reverser-system.svc', 'reverser-apiserver.reverser-system.svc.cluster.local'],
+      ipAddresses: ['127.0.0.1', '::1', ...(clientHost !== '127.0.0.1' && /^[\d.]+$/.test(clientHost) ? [clientHost] : [])],
+    });
+    certPem = pki.serving.certPem;
+    keyPem = pki.serving.keyPem;
+    if (opts.devPKI) {
+      opts.authn.clientCAFile = pki.caFile;
+      devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
+    }
+  }
+  const authn = await buildAuthentication(opts.authn, { logger: authLogger(log) });
+  const authz = await buildAuthorization(opts.authz, { logger: authLogger(log) });
+  const store = await createStore({
+    storage: opts.storage,
+    dataDir: join(opts.dataDir),
+    redisUrl: opts.redisUrl,
+    redisKeyPrefix: opts.redisKeyPrefix,
+    eventLogRetention: opts.eventLogRetention,
+  });
+  const server = await buildServer({
+    store,
+    tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
+    authenticator: authn.authenticator,
+    authorizer: authz.authorizer,
+    alwaysAllowPaths: authz.alwaysAllowPaths,
+    log,
+    version: versionInfo(),
+    hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
+    minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+  });
+  await server.listen(opts.securePort, opts.bindAddress);
+  const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
+  log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode });
+  if (devAdmin) {
+    const kubeconfig = join(opts.dataDir, 'admin.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      kubeconfigYAML({
+        server: url,
+        caPem: devAdmin.caPem,
+        certPem: readFileSync(devAdmin.certFile, 'utf8'),
+        keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
+        user: 'admin',
+      }),
+      { mode: 0o600 },
+    );
+    process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${kubeconfig} get gittargets -A\n`);
+  }
+  let stopped = false;
+  return {
+    server,
+    url,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.close();
+      authn.close();
+      authz.close();
+      await store.close();
+    },
+  };
+}
