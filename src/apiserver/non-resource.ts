@@ -100,6 +100,9 @@ export async function serveNonResource(
     return;
   }
   switch (path) {
+    case '/metrics':
+      sendRaw(reply, 200, ctx.metrics.registry.contentType, await ctx.metrics.registry.metrics());
+      return;
     case '/version':
       sendRaw(reply, 200, 'application/json', ctx.discovery.version.body);
       return;

@@ -10,6 +10,7 @@ import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/ty
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import type { Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
+import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
@@ -32,6 +33,7 @@ export interface ServerConfig {
   hooks?: Record<string, ResourceHooks>;
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
+  metrics?: ServerMetrics;
 }
 
 export interface BuiltServer {
@@ -103,7 +105,17 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
   app.setNotFoundHandler((_req, reply) => sendStatus(reply, status.methodNotAllowed().status));
 
-  const ctx = { cfg, state, registries, discovery, openapi };
+  const metrics = cfg.metrics ?? createServerMetrics();
+  state.metrics = metrics;
+  app.addHook('onResponse', (req, reply, done) => {
+    const info = (req as unknown as { k8s?: RequestInfo }).k8s;
+    const verb = info ? (info.isResourceRequest ? info.verb : info.verb.toUpperCase()) : req.method;
+    const resource = info?.resource ?? '';
+    metrics.requests.inc({ verb, resource, code: String(reply.statusCode) });
+    metrics.requestDuration.observe({ verb, resource }, reply.elapsedTime / 1000);
+    done();
+  });
+  const ctx = { cfg, state, registries, discovery, openapi, metrics };
   app.route({
     method: ALLOWED_METHODS,
     url: '/*',
@@ -130,6 +142,7 @@ interface Ctx {
   registries: Map<string, Registry>;
   discovery: DiscoveryDocs;
   openapi: OpenAPIDocuments;
+  metrics: ServerMetrics;
 }
 
 async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
@@ -184,6 +197,7 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
     if (e instanceof BadClusterError) throw status.badRequest(e.message);
     throw e;
   }
+  (req as unknown as { k8s?: RequestInfo }).k8s = info;
   const user = await authenticate(ctx, req, info.path);
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);

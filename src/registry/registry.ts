@@ -6,7 +6,7 @@ import { validateObjectMeta } from '../api/object-meta.js';
 import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { UserInfo } from '../auth/types.js';
-import { type KubeObject, type ListResult, type ObjectKey, type ResourceRef, type Store, StorageError } from '../storage/types.js';
+import { DEFAULT_CLUSTER, type KubeObject, type ListResult, type ObjectKey, type ResourceRef, type Store, StorageError } from '../storage/types.js';
 import { clone, deepEqual, generateName, newUID, nowTimestamp, recordManagedFields, specChanged } from './metadata.js';
 
 export interface RequestContext {
@@ -131,6 +131,7 @@ export class Registry {
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     await this.hooks.beforeCreate?.(ctx, obj, opts);
+    stampCluster(ctx, obj);
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
@@ -235,6 +236,7 @@ export class Registry {
       }
     }
     await this.hooks.beforeUpdate?.(ctx, next, old, subresource);
+    stampCluster(ctx, next);
     if (specChanged(old, next)) m.generation = (o.generation ?? 1) + 1;
     const unchanged = deepEqual({ ...next, metadata: { ...m, managedFields: undefined } }, { ...old, metadata: { ...o, managedFields: undefined } });
     if (unchanged) return { object: old, warnings };
@@ -306,6 +308,17 @@ export class Registry {
     }
   }
 }
+
+/**
+ * Objects of a kcp logical cluster carry `kcp.io/cluster: <name>` in every response, as kcp's own
+ * objects do; wildcard clients key their caches on it. The server owns the annotation.
+ */
+function stampCluster(ctx: RequestContext, obj: KubeObject): void {
+  if (ctx.cluster === DEFAULT_CLUSTER) return;
+  obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
+}
+
+export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
 
 export function parseRV(rv: string): number {
   if (!/^\d{1,15}$/.test(rv)) {

@@ -5,6 +5,7 @@ import type { Registry, RequestContext } from '../../registry/registry.js';
 import type { RequestInfo } from '../request-info.js';
 import type { Store } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
+import type { ServerMetrics } from '../../metrics/metrics.js';
 
 export interface ServerState {
   store: Store;
@@ -14,6 +15,7 @@ export interface ServerState {
   /** Watch timeout when the client gives none (seconds, randomised per watch like kube-apiserver). */
   minRequestTimeoutSeconds: number;
   activeWatches: { count: number };
+  metrics?: ServerMetrics;
 }
 
 export interface HandlerContext {

@@ -43,6 +43,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
   h.state.activeWatches.count++;
+  h.state.metrics?.watches.inc({ resource: def.plural });
 
   const encode = (type: EventType, obj: unknown): string => {
     if (type === 'ERROR' || type === 'BOOKMARK') return `${JSON.stringify({ type, object: obj })}\n`;
@@ -60,6 +61,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     if (closed) return;
     closed = true;
     h.state.activeWatches.count--;
+    h.state.metrics?.watches.dec({ resource: def.plural });
     handle?.stop();
     if (timer) clearTimeout(timer);
     raw.end();
