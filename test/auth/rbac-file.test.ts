@@ -1,0 +1,58 @@
+// The e2e policy fixture means what the e2e test expects, and the policy file is re-read on change.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildAuthorization } from '../../src/auth/authorization.js';
+import { checkAssertAuthor } from '../../src/auth/assert-author.js';
+import type { Attributes, UserInfo } from '../../src/auth/types.js';
+
+// Fixtures stay in the source tree (tsc does not copy YAML); dist/test/auth -> test/auth.
+const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '../../../test/auth/fixtures/rbac-policy.yaml');
+const quiet = { info() {}, warn() {}, error() {} };
+const user = (name: string): UserInfo => ({ username: name, groups: ['system:authenticated'] });
+const creq = (u: UserInfo, verb: string, ns = 'team-a'): Attributes =>
+  ({ user: u, verb, resourceRequest: true, apiGroup: 'configbutler.ai', apiVersion: 'v1alpha1', resource: 'commitrequests', namespace: ns });
+
+test('e2e RBAC fixture and policy reload', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'rbac-file-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'policy.yaml');
+  copyFileSync(FIXTURE, path);
+  const built = await buildAuthorization({ mode: 'RBAC', policyFile: path, policyPollIntervalMs: 30, allowCacheTTLMs: 0, denyCacheTTLMs: 0,
+    alwaysAllowPaths: ['/healthz'] }, { logger: quiet });
+  t.after(() => built.close());
+  const az = built.authorizer;
+  const [alice, bob, carol] = [user('alice'), user('bob'), user('carol')];
+
+  assert.equal((await az.authorize(creq(alice, 'create'))).decision, 'allow');
+  assert.equal((await az.authorize(creq(bob, 'create'))).decision, 'allow');
+  assert.equal((await az.authorize(creq(carol, 'list'))).decision, 'noopinion');
+  assert.equal((await az.authorize(creq(alice, 'create', 'team-b'))).decision, 'noopinion');
+  assert.deepEqual(await checkAssertAuthor(az, alice, 'team-a', 'tenants'), { allowed: true });
+  const other = await checkAssertAuthor(az, alice, 'team-a', 'other');
+  assert.ok(!other.allowed && other.message.includes('resourceNames: ["other"]'));
+  const b = await checkAssertAuthor(az, bob, 'team-a', 'tenants');
+  assert.ok(!b.allowed && b.message.includes('User "bob"') && b.message.includes('GitTarget "tenants"')
+    && b.message.includes('apiGroups: ["configbutler.ai"], resources: ["gittargets"], resourceNames: ["tenants"], verbs: ["assert-author"]'));
+  assert.equal((await az.authorize({ user: carol, verb: 'get', resourceRequest: false, path: '/apis/configbutler.ai/v1alpha1' })).decision, 'allow');
+
+  // Grant bob assert-author by editing the file; no restart.
+  const text = readFileSync(path, 'utf8').replace('- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n---\n# The test harness',
+    '- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}\n---\n# The test harness');
+  assert.notEqual(text, readFileSync(path, 'utf8'));
+  writeFileSync(path, text);
+  const deadline = Date.now() + 5000;
+  while (!(await checkAssertAuthor(az, bob, 'team-a', 'tenants')).allowed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(await checkAssertAuthor(az, bob, 'team-a', 'tenants'), { allowed: true });
+
+  // A broken edit keeps the last good policy.
+  writeFileSync(path, 'kind: Role\n');
+  await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(await checkAssertAuthor(az, bob, 'team-a', 'tenants'), { allowed: true });
+
+  await assert.rejects(buildAuthorization({ mode: 'RBAC', policyFile: path, policyPollIntervalMs: 30, allowCacheTTLMs: 0, denyCacheTTLMs: 0, alwaysAllowPaths: [] }, { logger: quiet }),
+    /--authorization-policy-file: .*must have apiVersion/);
+});
