@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// Generates a CA and a serving certificate for the in-cluster Service, for use with
+// apiservice/ (kustomize) or charts/. Usage (after `npm install`, which builds dist/):
+//   node certs/generate.mjs --out ./tls --service reverser-apiserver --namespace reverser-system
+// Writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle value and the kubectl
+// command that creates the Secret. Existing files are not overwritten.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createCA, issueCertificate } from '../dist/src/certs/pki.js';
+
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string', default: './tls' },
+    service: { type: 'string', default: 'reverser-apiserver' },
+    namespace: { type: 'string', default: 'reverser-system' },
+    days: { type: 'string', default: '365' },
+  },
+});
+const out = values.out;
+if (existsSync(join(out, 'tls.crt'))) {
+  console.error(`${out}/tls.crt exists; refusing to overwrite`);
+  process.exit(1);
+}
+mkdirSync(out, { recursive: true, mode: 0o700 });
+const svc = values.service;
+const ns = values.namespace;
+const ca = createCA(`${svc}-ca`);
+const serving = issueCertificate(ca, {
+  commonName: `${svc}.${ns}.svc`,
+  dnsNames: [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`],
+  usage: 'server',
+  days: Number(values.days),
+});
+writeFileSync(join(out, 'ca.crt'), ca.certPem);
+writeFileSync(join(out, 'ca.key'), ca.keyPem, { mode: 0o600 });
+writeFileSync(join(out, 'tls.crt'), serving.certPem);
+writeFileSync(join(out, 'tls.key'), serving.keyPem, { mode: 0o600 });
+console.log(`caBundle: ${Buffer.from(ca.certPem).toString('base64')}`);
+console.log(`kubectl -n ${ns} create secret tls ${svc}-tls --cert=${join(out, 'tls.crt')} --key=${join(out, 'tls.key')}`);
