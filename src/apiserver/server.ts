@@ -152,6 +152,8 @@ async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promis
     headers: req.headers,
     rawHeaders: req.raw.rawHeaders,
   });
+  // Headers an authenticator consumed (or refused to believe) never reach the handlers.
+  for (const h of res.consumedHeaders ?? []) delete req.headers[h.toLowerCase()];
   if (res.kind === 'user') return res.user;
   if (res.kind === 'anonymous' && pathMatches(ctx.cfg.alwaysAllowPaths, path)) return undefined;
   throw status.unauthorized();
