@@ -113,6 +113,9 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   }
   const dataDir = resolve(values['data-dir']!);
+  const securePort = int(values, 'secure-port', 1, 65535);
+  const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
+  const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
   let auth: { authn: AuthnOptions; authz: AuthzOptions };
   try {
     auth = parseAuthFlags(values);
@@ -121,7 +124,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     throw e;
   }
   return {
-    securePort: int(values, 'secure-port', 1, 65535),
+    securePort,
     bindAddress: values['bind-address']!,
     dataDir,
     certDir: resolve(values['cert-dir'] ?? `${dataDir}/certs`),
@@ -130,9 +133,9 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     storage,
     redisUrl,
     redisKeyPrefix,
-    eventLogRetention: int(values, 'event-log-retention', 1, 10_000_000),
+    eventLogRetention,
     kubeconfig: values['kubeconfig'],
-    minRequestTimeoutSeconds: int(values, 'min-request-timeout', 1, 86400),
+    minRequestTimeoutSeconds,
     logLevel,
     authn: auth.authn,
     authz: auth.authz,
