@@ -15,6 +15,31 @@ export function send(reply: FastifyReply, code: number, body: unknown, output: O
   return reply.code(code).type('application/json').send(JSON.stringify(body));
 }
 
+// Objects handed out by the store are immutable by contract (src/storage/types.ts; the watch cache
+// replaces objects, never edits them), so each is serialized at most once: GETs, LISTs and watch
+// events of unchanged objects reuse the bytes.
+const serialized = new WeakMap<object, string>();
+
+export function jsonOf(obj: object): string {
+  let s = serialized.get(obj);
+  if (s === undefined) {
+    s = JSON.stringify(obj);
+    serialized.set(obj, s);
+  }
+  return s;
+}
+
+/** A list body built from cached item serializations. */
+export function listJSON(head: Record<string, unknown>, items: object[]): string {
+  const h = JSON.stringify(head);
+  return `${h.slice(0, -1)}${h.length > 2 ? ',' : ''}"items":[${items.map(jsonOf).join(',')}]}`;
+}
+
+export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
+  if (warnings.length) reply.header('warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  return reply.code(code).type('application/json').send(text);
+}
+
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   return reply.code(status.code).type('application/json').send(JSON.stringify(status));

@@ -3,7 +3,7 @@
 import * as status from '../../api/status.js';
 import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
 import { negotiate } from '../negotiation.js';
-import { send } from '../respond.js';
+import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
 import { encodeContinue, matches, parseListOptions, sortKey, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
@@ -18,6 +18,7 @@ export async function handleGet(h: HandlerContext): Promise<void> {
     const include = parseIncludeObject(h.query.get('includeObject'));
     send(h.reply, 200, table(h.registry.def, [obj], { resourceVersion: obj.metadata.resourceVersion }, include));
   } else if (output === 'partial') send(h.reply, 200, partialObjectMetadata(obj));
+  else if (output === 'json') sendJSONText(h.reply, 200, jsonOf(obj));
   else send(h.reply, 200, obj, output);
 }
 
@@ -68,6 +69,8 @@ export async function handleList(h: HandlerContext): Promise<void> {
   if (output === 'table') send(h.reply, 200, table(def, page, meta, include));
   else if (output === 'partial-list') {
     send(h.reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: meta, items: page.map(partialObjectMetadata) });
+  } else if (output === 'json') {
+    sendJSONText(h.reply, 200, listJSON({ apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta }, page));
   } else send(h.reply, 200, { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta, items: page }, output);
 }
 

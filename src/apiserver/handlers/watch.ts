@@ -9,6 +9,7 @@ import { parseIncludeObject, partialObjectMetadata, table } from '../representat
 import { matches, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
 import { listItems } from './read.js';
+import { jsonOf } from '../respond.js';
 
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -52,6 +53,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
       o = table(def, [obj as KubeObject], { resourceVersion: (obj as KubeObject).metadata.resourceVersion }, include, !sentColumns);
       sentColumns = true;
     } else if (output === 'partial') o = partialObjectMetadata(obj as KubeObject);
+    else return `{"type":"${type}","object":${jsonOf(obj as KubeObject)}}\n`; // bytes shared by every watcher
     return `${JSON.stringify({ type, object: o })}\n`;
   };
   const write = (line: string) => {
