@@ -1,0 +1,240 @@
+// The git engine's one entry point: "apply these file writes and deletes under this folder, as one
+// commit with this author, committer and message, onto this repository and branch". Each attempt
+// re-reads the branch tip and re-applies the same changes onto it, so a foreign commit that lands
+// meanwhile ends up below ours, never rewritten or dropped; pushes are compare-and-swap, never forced.
+import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { HttpClient } from 'isomorphic-git';
+import type { KubeObject } from '../storage/types.js';
+import { GitEngineError, classifyError } from './errors.js';
+import { FolderIndex } from './folder-index.js';
+import { createHttpClient } from './http-client.js';
+import { BranchLease, branchLeaseName, type LeaseProvider } from './lease.js';
+import { editFileText, groupOf, identityKey, identityOf, type FileEdit, type ObjectIdentity } from './manifest-yaml.js';
+import { serializeCommit, isTreeMode, type Signature } from './objects.js';
+import { canonicalPath, normalizeTargetPath, validateTargetPath } from './paths.js';
+import { openRepository, type Repository } from './repository.js';
+import { parseRepositoryURL, validateRepositoryURL, type GitCredentials } from './repository-url.js';
+import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
+import type { ObjectStore } from './object-store.js';
+
+export const DEFAULT_COMMITTER_NAME = 'reverser-apiserver';
+export const DEFAULT_COMMITTER_EMAIL = 'reverser-apiserver@localhost';
+
+export interface GitEngineOptions {
+  /** `<data-dir>`: clones go to `<data-dir>/cache`, `local:<name>` repositories to `<data-dir>/git/<name>.git`. */
+  dataDir: string;
+  /** `--committer-name` / `--committer-email`; used when a commit names no committer. */
+  committerName?: string;
+  committerEmail?: string;
+  /** One writer per (repository, branch) across processes. Without it, only the push CAS protects. */
+  lease?: LeaseProvider;
+  /** This process's lease holder id (default: hostname/pid/random). */
+  holder?: string;
+  leaseTtlMs?: number;
+  /** Total time one commit may spend retrying conflicts and network errors before it reports why. */
+  retryTimeoutMs?: number;
+  retryInitialDelayMs?: number;
+  retryMaxDelayMs?: number;
+  /** Per HTTP request. */
+  httpTimeoutMs?: number;
+  http?: HttpClient;
+}
+
+export interface Person {
+  name: string;
+  email: string;
+  /** Default: now. */
+  time?: Date;
+  /** Minutes east of UTC; default 0. */
+  timezoneOffset?: number;
+}
+
+export type ObjectRef = ObjectIdentity;
+
+export type Change =
+  /** `resource` is the plural used in the canonical path (default: a naive plural of the kind). */
+  | { op: 'write'; object: KubeObject; resource?: string }
+  | { op: 'delete'; ref: ObjectRef };
+
+export interface CommitInput {
+  repository: { url: string; credentials?: GitCredentials };
+  branch: string;
+  /** GitTarget path: "." or "" is the root. */
+  folder: string;
+  changes: Change[];
+  author: Person;
+  committer?: Person;
+  message: string;
+}
+
+export type CommitResult =
+  | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number }
+  | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function naivePlural(kind: string): string {
+  const k = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(k)) return k + 'es';
+  if (/[^aeiou]y$/.test(k)) return k.slice(0, -1) + 'ies';
+  return k + 's';
+}
+
+const BRANCH_RE = /^(?!\/|.*\/\/|.*\/$|.*\.\.|.*@\{|.*\.lock$|.*\/\.|\.)[^\0- ~^:?*[\\\x7f]+$/;
+
+export function validateBranchName(branch: string): string | undefined {
+  return typeof branch === 'string' && BRANCH_RE.test(branch) ? undefined : `"${branch}" is not a valid branch name`;
+}
+
+export class GitEngine {
+  private readonly http: HttpClient;
+  private readonly repos = new Map<string, Repository>();
+  private readonly indexes = new Map<string, FolderIndex>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  readonly holder: string;
+
+  constructor(private readonly opts: GitEngineOptions) {
+    this.http = opts.http ?? createHttpClient(opts.httpTimeoutMs);
+    this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  }
+
+  /** Commits the changes as one commit, or reports AlreadyPresent when they change nothing. Throws GitEngineError. */
+  async commit(input: CommitInput): Promise<CommitResult> {
+    const bad = validateRepositoryURL(input.repository.url) ?? validateBranchName(input.branch) ?? validateTargetPath(input.folder);
+    if (bad) throw new GitEngineError('Invalid', bad);
+    const repo = this.repository(input.repository.url, input.repository.credentials);
+    // One commit at a time per repository in this process: they share the cached clone.
+    return this.serialized(repo.key, () => this.commitLocked(repo, input));
+  }
+
+  private repository(url: string, credentials: GitCredentials | undefined): Repository {
+    const loc = parseRepositoryURL(url, this.opts.dataDir);
+    const key = `${url}\0${JSON.stringify(credentials ?? null)}`;
+    let repo = this.repos.get(key);
+    if (!repo) this.repos.set(key, (repo = openRepository(loc, credentials, join(this.opts.dataDir, 'cache'), this.http)));
+    return repo;
+  }
+
+  private async serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    }
+  }
+
+  private async commitLocked(repo: Repository, input: CommitInput): Promise<CommitResult> {
+    const deadline = Date.now() + (this.opts.retryTimeoutMs ?? 60_000);
+    const lease = this.opts.lease
+      ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
+      : undefined;
+    const now = new Date();
+    const sig = (p: Person): Signature => ({
+      name: p.name,
+      email: p.email,
+      timestamp: Math.floor((p.time ?? now).getTime() / 1000),
+      timezoneOffset: p.timezoneOffset ?? 0,
+    });
+    const author = sig(input.author);
+    const committer = sig(input.committer ?? { name: this.opts.committerName ?? DEFAULT_COMMITTER_NAME, email: this.opts.committerEmail ?? DEFAULT_COMMITTER_EMAIL });
+    let delay = this.opts.retryInitialDelayMs ?? 100;
+    const maxDelay = this.opts.retryMaxDelayMs ?? 5_000;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const state = await repo.sync(input.branch);
+          const built = await this.build(repo, input, state.base, author, committer);
+          if (!built) return { outcome: 'AlreadyPresent', sha: state.base, attempts: attempt };
+          const objectsWritten = await repo.store.flush();
+          await repo.push(input.branch, state.tip, built, async () => {
+            if (lease) await lease.fence();
+          });
+          return { outcome: 'Committed', sha: built, attempts: attempt, objectsWritten };
+        } catch (e) {
+          repo.store.discardStaged();
+          const err = classifyError(e, repo.display);
+          if (!err.retryable) throw err;
+          // Exponential backoff with jitter, so racing writers spread out instead of colliding again.
+          const wait = Math.min(delay, maxDelay) * (0.5 + Math.random());
+          if (Date.now() + wait > deadline) {
+            const what = err.reason === 'Conflict' ? 'the branch kept moving' : 'still failing';
+            throw new GitEngineError(err.reason, `${err.message} (${what}; gave up after ${attempt} attempts)`);
+          }
+          await sleep(wait);
+          delay *= 2;
+        }
+      }
+    } finally {
+      await lease?.release();
+    }
+  }
+
+  private folderIndex(repo: Repository, folder: string): FolderIndex {
+    const key = `${repo.key}\0${folder}`;
+    let idx = this.indexes.get(key);
+    if (!idx) this.indexes.set(key, (idx = new FolderIndex(repo.store, folder)));
+    return idx;
+  }
+
+  /** Stages the new blobs, trees and commit; returns the commit oid, or undefined when nothing changes. */
+  private async build(repo: Repository, input: CommitInput, base: string | undefined, author: Signature, committer: Signature): Promise<string | undefined> {
+    const store = repo.store;
+    const folder = normalizeTargetPath(input.folder);
+    const baseTree = base ? await store.commitTree(base) : undefined;
+    const index = this.folderIndex(repo, folder);
+    await index.update(await treeAt(store, baseTree, folder));
+
+    const perFile = new Map<string, FileEdit>();
+    const editOf = (path: string): FileEdit => {
+      let fe = perFile.get(path);
+      if (!fe) perFile.set(path, (fe = { writes: [], deletes: [] }));
+      return fe;
+    };
+    for (const c of input.changes) {
+      if (c.op === 'write') {
+        const id = identityOf(c.object);
+        if (!id.name || !id.kind || !id.apiVersion) throw new GitEngineError('Invalid', 'an object to write needs apiVersion, kind and metadata.name');
+        const path =
+          index.fileOf(identityKey(id)) ??
+          canonicalPath({ path: folder, namespace: id.namespace, group: groupOf(id.apiVersion), resource: c.resource ?? naivePlural(id.kind), name: id.name });
+        editOf(path).writes.push(c.object);
+      } else {
+        const path = index.fileOf(identityKey(c.ref));
+        if (path) editOf(path).deletes.push(c.ref);
+      }
+    }
+
+    const edits: FileEdits = new Map();
+    for (const [path, fe] of perFile) {
+      const oldBlob = await blobAt(store, baseTree, path);
+      const text = oldBlob ? (await store.readBlob(oldBlob)).toString('utf8') : undefined;
+      const next = editFileText(text, fe);
+      if (next === null) {
+        if (oldBlob) edits.set(path, null);
+        continue;
+      }
+      const blob = store.stage('blob', Buffer.from(next, 'utf8'));
+      if (blob !== oldBlob) edits.set(path, blob);
+    }
+    if (edits.size === 0) return undefined;
+    const tree = await applyEdits(store, baseTree, edits);
+    if (tree === baseTree) return undefined;
+    return store.stage('commit', serializeCommit({ tree, parents: base ? [base] : [], author, committer, message: input.message }));
+  }
+}
+
+async function blobAt(store: ObjectStore, root: string | undefined, path: string): Promise<string | undefined> {
+  const slash = path.lastIndexOf('/');
+  const dir = await treeAt(store, root, slash < 0 ? '' : path.slice(0, slash));
+  if (!dir) return undefined;
+  const name = path.slice(slash + 1);
+  const e = (await store.readTree(dir)).find((x) => x.path === name && !isTreeMode(x.mode));
+  return e?.oid;
+}
+

@@ -1,0 +1,83 @@
+// Which file of a folder holds which object (match by content identity, never by path, digest
+// §3.2). Kept per folder and brought up to date by walking only the subtrees whose oid changed
+// since the last commit, so a foreign edit anywhere in the folder is seen without re-reading the
+// other 10,000 files.
+import { isTreeMode } from './objects.js';
+import type { ObjectStore } from './object-store.js';
+import { identitiesInText, identityKey } from './manifest-yaml.js';
+
+const YAML_FILE = /\.ya?ml$/;
+
+interface FileInfo {
+  blob: string;
+  keys: string[];
+}
+
+export class FolderIndex {
+  private treeOid: string | undefined;
+  /** repository-relative file path → what it holds */
+  private readonly files = new Map<string, FileInfo>();
+  /** identity key → file path; when two files claim one identity the first seen wins */
+  private readonly byKey = new Map<string, string>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    /** repository-relative folder ('' = root) */
+    readonly folder: string,
+  ) {}
+
+  fileOf(key: string): string | undefined {
+    return this.byKey.get(key);
+  }
+
+  keysIn(path: string): string[] {
+    return this.files.get(path)?.keys ?? [];
+  }
+
+  /** Brings the index to the folder tree `oid` (undefined: the folder does not exist). */
+  async update(oid: string | undefined): Promise<void> {
+    if (oid === this.treeOid) return;
+    await this.diff(this.treeOid, oid, this.folder);
+    this.treeOid = oid;
+  }
+
+  private async diff(oldOid: string | undefined, newOid: string | undefined, dir: string): Promise<void> {
+    if (oldOid === newOid) return;
+    const oldEntries = oldOid ? await this.store.readTree(oldOid) : [];
+    const newEntries = newOid ? await this.store.readTree(newOid) : [];
+    const oldByName = new Map(oldEntries.map((e) => [e.path + (isTreeMode(e.mode) ? '/' : ''), e.oid]));
+    const seen = new Set<string>();
+    for (const e of newEntries) {
+      const tree = isTreeMode(e.mode);
+      const name = e.path + (tree ? '/' : '');
+      seen.add(name);
+      const before = oldByName.get(name);
+      if (before === e.oid) continue;
+      const path = dir ? `${dir}/${e.path}` : e.path;
+      if (tree) await this.diff(before, e.oid, path);
+      else if (e.mode !== '160000' && e.mode !== '120000') await this.setFile(path, e.oid);
+    }
+    for (const [name, before] of oldByName) {
+      if (seen.has(name)) continue;
+      const path = dir ? `${dir}/${name.replace(/\/$/, '')}` : name.replace(/\/$/, '');
+      if (name.endsWith('/')) await this.diff(before, undefined, path);
+      else this.removeFile(path);
+    }
+  }
+
+  private async setFile(path: string, blob: string): Promise<void> {
+    this.removeFile(path);
+    if (!YAML_FILE.test(path)) return;
+    const text = (await this.store.readBlob(blob)).toString('utf8');
+    const keys = identitiesInText(text).map(identityKey);
+    this.files.set(path, { blob, keys });
+    for (const k of keys) if (!this.byKey.has(k)) this.byKey.set(k, path);
+  }
+
+  private removeFile(path: string): void {
+    const info = this.files.get(path);
+    if (!info) return;
+    this.files.delete(path);
+    for (const k of info.keys) if (this.byKey.get(k) === path) this.byKey.delete(k);
+  }
+}

@@ -1,0 +1,19 @@
+// Public surface of the git engine (design §6). Controllers import from here.
+export {
+  GitEngine,
+  DEFAULT_COMMITTER_EMAIL,
+  DEFAULT_COMMITTER_NAME,
+  validateBranchName,
+  type Change,
+  type CommitInput,
+  type CommitResult,
+  type GitEngineOptions,
+  type ObjectRef,
+  type Person,
+} from './engine.js';
+export { GitEngineError, type GitErrorReason } from './errors.js';
+export { type LeaseProvider } from './lease.js';
+export { canonicalPath, normalizeTargetPath, validateTargetPath, type CanonicalPathInput } from './paths.js';
+export { credentialsFromSecret, validateRepositoryURL, type GitCredentials, type SecretLike } from './repository-url.js';
+export { isClusterNoise, sanitizeObject, type NoiseResource, type SanitizeOptions } from './sanitize.js';
+export { encodeObject, identityKey, type ObjectIdentity } from './manifest-yaml.js';

@@ -1,0 +1,88 @@
+// Reads objects through isomorphic-git (loose or packed, with its pack cache) and stages new ones
+// in memory until the commit is complete; parsed trees are cached by oid because a tree's content
+// never changes, so a 10,000-entry folder tree is parsed once, not on every commit.
+import fs from 'node:fs';
+import git from 'isomorphic-git';
+import { hashObject, parseTree, serializeTree, writeObjects, type ObjectType, type PendingObject, type TreeEntry } from './objects.js';
+
+const TREE_CACHE_ENTRIES = 400_000; // total tree entries kept parsed (~100 bytes each)
+
+export class ObjectStore {
+  /** isomorphic-git's cache of parsed pack indexes; shared by every call on this repository. */
+  readonly gitCache: object = {};
+  private readonly trees = new Map<string, TreeEntry[]>();
+  private treeEntryCount = 0;
+  private pending = new Map<string, PendingObject>();
+
+  constructor(readonly gitdir: string) {}
+
+  async readTree(oid: string): Promise<TreeEntry[]> {
+    const hit = this.trees.get(oid);
+    if (hit) {
+      // Refresh recency (Map keeps insertion order; the oldest is evicted first).
+      this.trees.delete(oid);
+      this.trees.set(oid, hit);
+      return hit;
+    }
+    const staged = this.pending.get(oid);
+    const content = staged ? staged.content : await this.readRaw(oid, 'tree');
+    const entries = parseTree(content);
+    this.remember(oid, entries);
+    return entries;
+  }
+
+  /** The tree oid of a commit. */
+  async commitTree(oid: string): Promise<string> {
+    const staged = this.pending.get(oid);
+    const content = staged ? staged.content : await this.readRaw(oid, 'commit');
+    return content.toString('latin1', 5, 45);
+  }
+
+  async readBlob(oid: string): Promise<Buffer> {
+    const staged = this.pending.get(oid);
+    if (staged) return staged.content;
+    return this.readRaw(oid, 'blob');
+  }
+
+  private async readRaw(oid: string, expected: ObjectType): Promise<Buffer> {
+    const { type, object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content', cache: this.gitCache });
+    if (type !== expected) throw new Error(`object ${oid} is a ${type}, expected a ${expected}`);
+    const bytes = object as Uint8Array;
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  private remember(oid: string, entries: TreeEntry[]): void {
+    if (this.trees.has(oid)) return;
+    this.trees.set(oid, entries);
+    this.treeEntryCount += entries.length + 1;
+    while (this.treeEntryCount > TREE_CACHE_ENTRIES && this.trees.size > 1) {
+      const [oldest, old] = this.trees.entries().next().value as [string, TreeEntry[]];
+      this.trees.delete(oldest);
+      this.treeEntryCount -= old.length + 1;
+    }
+  }
+
+  stage(type: ObjectType, content: Buffer): string {
+    const oid = hashObject(type, content);
+    if (!this.pending.has(oid)) this.pending.set(oid, { type, oid, content });
+    return oid;
+  }
+
+  stageTree(entries: TreeEntry[]): string {
+    const oid = this.stage('tree', serializeTree(entries));
+    this.remember(oid, entries);
+    return oid;
+  }
+
+  /** Drops staged objects (a rebuilt attempt stages its own). */
+  discardStaged(): void {
+    this.pending = new Map();
+  }
+
+  async flush(): Promise<number> {
+    const objects = [...this.pending.values()];
+    this.pending = new Map();
+    await writeObjects(this.gitdir, objects);
+    return objects.length;
+  }
+}

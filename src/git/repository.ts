@@ -1,0 +1,223 @@
+// Where commits are built and how they reach the remote. A local bare repository (`local:` or
+// `file://`) is written directly and its branch moved with git's own lock-file protocol; an HTTP
+// remote gets a cached bare clone under <data-dir>/cache, fetched before each batch, and pushes
+// whose old value the server checks under its ref lock (the compare-and-swap).
+import fs from 'node:fs';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import git, { type HttpClient } from 'isomorphic-git';
+import { GitEngineError, classifyError } from './errors.js';
+import { ObjectStore } from './object-store.js';
+import { authorizationHeader, displayURL, type GitCredentials, type RepositoryLocation } from './repository-url.js';
+
+const ZERO = '0000000000000000000000000000000000000000';
+
+export interface BranchState {
+  /** Current tip of the branch; undefined when the branch does not exist. */
+  tip: string | undefined;
+  /** What the next commit builds on: the tip, else the default branch's tip, else nothing (orphan). */
+  base: string | undefined;
+}
+
+export interface Repository {
+  /** Stable identity for leases and caches. */
+  readonly key: string;
+  readonly display: string;
+  readonly store: ObjectStore;
+  sync(branch: string): Promise<BranchState>;
+  /** Moves `branch` from `expected` to `commit`; `fence` runs last, just before the update is sent. */
+  push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void>;
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function resolve(gitdir: string, ref: string): Promise<string | undefined> {
+  try {
+    return await git.resolveRef({ fs, gitdir, ref });
+  } catch {
+    return undefined;
+  }
+}
+
+export class LocalRepository implements Repository {
+  readonly store: ObjectStore;
+  readonly key: string;
+  readonly display: string;
+
+  constructor(
+    readonly gitdir: string,
+    private readonly createIfMissing: boolean,
+  ) {
+    this.store = new ObjectStore(gitdir);
+    this.key = `file://${gitdir}`;
+    this.display = this.key;
+  }
+
+  private async ensure(): Promise<void> {
+    if (await exists(join(this.gitdir, 'HEAD'))) return;
+    if (!this.createIfMissing) throw new GitEngineError('NotFound', `repository ${this.display} not found (no bare repository at that path)`);
+    await mkdir(this.gitdir, { recursive: true });
+    await git.init({ fs, gitdir: this.gitdir, bare: true, defaultBranch: 'main' });
+  }
+
+  async sync(branch: string): Promise<BranchState> {
+    await this.ensure();
+    const tip = await resolve(this.gitdir, `refs/heads/${branch}`);
+    return { tip, base: tip ?? (await resolve(this.gitdir, 'HEAD')) };
+  }
+
+  async push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void> {
+    const refPath = join(this.gitdir, 'refs', 'heads', ...branch.split('/'));
+    const lockPath = `${refPath}.lock`;
+    await mkdir(dirname(refPath), { recursive: true });
+    let fh;
+    try {
+      fh = await open(lockPath, 'wx');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new GitEngineError('Conflict', `refs/heads/${branch} of ${this.display} is locked by another writer`, true);
+      }
+      throw e;
+    }
+    let renamed = false;
+    try {
+      const current = await resolve(this.gitdir, `refs/heads/${branch}`);
+      if (current !== expected) {
+        throw new GitEngineError('Conflict', `refs/heads/${branch} of ${this.display} moved to ${current ?? '(deleted)'}`, true);
+      }
+      await fence();
+      await fh.write(`${commit}\n`);
+      await fh.sync();
+      await fh.close();
+      fh = undefined;
+      await rename(lockPath, refPath);
+      renamed = true;
+    } finally {
+      if (fh) await fh.close();
+      if (!renamed) await unlink(lockPath).catch(() => undefined);
+    }
+  }
+}
+
+export class HttpRepository implements Repository {
+  readonly store: ObjectStore;
+  readonly key: string;
+  readonly display: string;
+  private readonly gitdir: string;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    private readonly url: string,
+    credentials: GitCredentials | undefined,
+    cacheDir: string,
+    private readonly http: HttpClient,
+  ) {
+    this.key = url;
+    this.display = displayURL(url);
+    const u = new URL(url);
+    const slug = `${u.host}${u.pathname}`.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80);
+    this.gitdir = join(cacheDir, `${slug}-${createHash('sha256').update(url).digest('hex').slice(0, 12)}.git`);
+    this.store = new ObjectStore(this.gitdir);
+    this.headers = authorizationHeader(credentials);
+  }
+
+  private async ensure(): Promise<void> {
+    if (await exists(join(this.gitdir, 'HEAD'))) return;
+    await mkdir(this.gitdir, { recursive: true });
+    await git.init({ fs, gitdir: this.gitdir, bare: true, defaultBranch: 'main' });
+    await git.addRemote({ fs, gitdir: this.gitdir, remote: 'origin', url: this.url, force: true });
+  }
+
+  private async has(oid: string): Promise<boolean> {
+    try {
+      await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'deflated', cache: this.store.gitCache });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async sync(branch: string): Promise<BranchState> {
+    await this.ensure();
+    try {
+      const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
+      const refs = info.refs ?? [];
+      const tip = refs.find((r) => r.ref === `refs/heads/${branch}`)?.oid;
+      let baseRef = tip ? `refs/heads/${branch}` : undefined;
+      let base = tip;
+      if (!tip) {
+        // A missing branch starts from the remote's default branch (HEAD's target).
+        const head = refs.find((r) => r.ref === 'HEAD');
+        const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
+        const t = target ? refs.find((r) => r.ref === target) : undefined;
+        if (t) {
+          baseRef = t.ref;
+          base = t.oid;
+        }
+      }
+      if (base && baseRef && !(await this.has(base))) {
+        // Shallow on first contact: the history below the tip is never needed to build a commit.
+        const first = !(await exists(join(this.gitdir, 'refs', 'remotes')));
+        await git.fetch({
+          fs,
+          http: this.http,
+          gitdir: this.gitdir,
+          url: this.url,
+          ref: baseRef.replace(/^refs\/heads\//, ''),
+          singleBranch: true,
+          tags: false,
+          depth: first ? 1 : undefined,
+          headers: { ...this.headers },
+          cache: this.store.gitCache,
+        });
+        if (!(await this.has(base))) {
+          // The branch moved between discovery and fetch; the push's compare-and-swap sorts it out.
+          const fetched = await resolve(this.gitdir, `refs/remotes/origin/${baseRef.replace(/^refs\/heads\//, '')}`);
+          if (tip) return { tip: fetched, base: fetched };
+          return { tip: undefined, base: fetched };
+        }
+      }
+      return { tip, base };
+    } catch (e) {
+      throw classifyError(e, this.display);
+    }
+  }
+
+  async push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void> {
+    await git.writeRef({ fs, gitdir: this.gitdir, ref: `refs/heads/${branch}`, value: commit, force: true });
+    try {
+      await git.push({
+        fs,
+        http: this.http,
+        gitdir: this.gitdir,
+        url: this.url,
+        ref: branch,
+        remoteRef: branch,
+        headers: { ...this.headers },
+        cache: this.store.gitCache,
+        onPrePush: async ({ remoteRef }) => {
+          if (remoteRef.oid !== (expected ?? ZERO)) {
+            throw new GitEngineError('Conflict', `${branch} of ${this.display} moved to ${remoteRef.oid}`, true);
+          }
+          await fence();
+          return true;
+        },
+      });
+    } catch (e) {
+      throw classifyError(e, this.display);
+    }
+  }
+}
+
+export function openRepository(loc: RepositoryLocation & { gitdir?: string }, credentials: GitCredentials | undefined, cacheDir: string, http: HttpClient): Repository {
+  if (loc.kind === 'http') return new HttpRepository(loc.url, credentials, cacheDir, http);
+  return new LocalRepository(loc.gitdir!, loc.kind === 'local');
+}
