@@ -136,7 +136,10 @@ export interface Store {
   watch(res: ResourceRef, opts: WatchOptions, cb: WatchCallbacks): Promise<WatchHandle>;
   /** The latest RV the backend has assigned. */
   currentRV(): Promise<number>;
-  /** Oldest RV a watch of `res` can resume from (events after it are retained). */
+  /**
+   * Oldest RV a watch of `res` can resume from (events after it are retained). Cache-backed stores
+   * (redis) answer from the process's cache as of its last read of `res`; 0 before the first one.
+   */
   oldestRetainedRV(res: ResourceRef): number;
 
   /** Acquire or take over an expired lease. Resolves null when someone else holds it. */

@@ -251,10 +251,11 @@ export class ResourceCache {
   }
 
   /**
-   * Replace the whole state (a full reload after the history had a gap). Watchers are ended with
-   * Expired, because events between their position and `rv` are unknown.
+   * Replace the whole state: the initial load of a cache fed by a backend, or a full reload after
+   * the history had a gap. Watchers are ended with Expired, because events between their position
+   * and `rv` are unknown. `history` (oldest first, all <= rv) lets watches resume from `oldestRV`.
    */
-  reset(objects: Iterable<[ObjectKey, KubeObject]>, rv: number): void {
+  reset(objects: Iterable<[ObjectKey, KubeObject]>, rv: number, history: StoreEvent[] = [], oldestRV = rv): void {
     this.closeWatchers(new StorageError('Expired', 'event history was lost; re-list', rv));
     this.objects.clear();
     for (const [key, obj] of objects) {
@@ -263,9 +264,10 @@ export class ResourceCache {
     }
     this.sorted = null;
     this.sortedItems = null;
-    this.events = [];
+    this.events = history.slice(-this.opts.retention);
+    if (this.opts.freeze) this.events.forEach(deepFreeze);
     this.start = 0;
-    this.oldestRV = rv;
+    this.oldestRV = history.length > this.events.length ? history[history.length - this.events.length - 1]!.rv : oldestRV;
     this.lastRV = rv;
     this.syncedRV = rv;
   }

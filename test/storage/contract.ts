@@ -220,7 +220,9 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     const first = await store.create(CM, key('o0'), cm('o0'));
     const rvs = [rvOf(first)];
     for (let i = 1; i < 12; i++) rvs.push(rvOf(await store.create(CM, key(`o${i}`), cm(`o${i}`))));
-    // Events after `oldest` are retained: the last 5.
+    // Events after `oldest` are retained: the last 5. (A cache-backed store knows its retention
+    // as of its last consistent read.)
+    await store.list(CM);
     const oldest = store.oldestRetainedRV(CM);
     assert.equal(oldest, rvs[6]);
     const err = await rejects(store.watch(CM, { fromRV: rvOf(first) }, new Collector().cb), 'Expired');

@@ -1,0 +1,88 @@
+// A real redis-server for tests: free loopback port, its own temporary directory, stopped and
+// removed by `stop()` (register it with t.after). `kill()` + `restart()` simulate an outage on the
+// same port and data directory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  dir: string;
+  /** Stop gracefully and remove the directory. */
+  stop(): Promise<void>;
+  /** SIGKILL: no shutdown save, open connections drop at once. */
+  kill(): Promise<void>;
+  /** Start again on the same port and directory (after kill or stop). */
+  restart(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<RedisServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'redis-test-'));
+  let port = await freePort();
+  let proc: ChildProcess | undefined;
+
+  const launch = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const args = [
+        '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
+        '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfsync', 'always',
+        '--protected-mode', 'no', '--daemonize', 'no', '--loglevel', 'notice',
+      ];
+      const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc = p;
+      let out = '';
+      const onData = (b: Buffer): void => {
+        out += b.toString();
+        if (out.includes('Ready to accept connections')) resolve();
+      };
+      p.stdout!.on('data', onData);
+      p.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+      p.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
+      p.once('error', reject);
+    });
+
+  const waitExit = (p: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> =>
+    new Promise((resolve) => {
+      if (!p || p.exitCode !== null || p.signalCode !== null) return resolve();
+      p.once('exit', () => resolve());
+      p.kill(signal);
+    });
+
+  // Retry once on a port taken between freePort() and the launch.
+  try {
+    await launch();
+  } catch {
+    port = await freePort();
+    await launch();
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    dir,
+    async stop() {
+      await waitExit(proc, 'SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    },
+    async kill() {
+      await waitExit(proc, 'SIGKILL');
+    },
+    async restart() {
+      await waitExit(proc, 'SIGKILL');
+      await launch();
+    },
+  };
+}
