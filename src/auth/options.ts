@@ -144,7 +144,10 @@ function hosting(kubeconfig: string | undefined): HostingClusterOptions | undefi
 export function parseAuthFlags(values: Record<string, string | undefined>): { authn: AuthnOptions; authz: AuthzOptions } {
   const rhFlags = ['requestheader-client-ca-file', 'requestheader-allowed-names', 'requestheader-username-headers',
     'requestheader-group-headers', 'requestheader-extra-headers-prefix', 'requestheader-uid-headers'];
-  const requestHeaderFromFlags = rhFlags.some((f) => values[f] !== undefined);
+  // The CLI fills in every flag's default before calling us, so a value equal to the default does
+  // not count as set: otherwise the ConfigMap's requestheader CA and header names were never used.
+  const defaults = new Map(AUTH_FLAGS.map((f) => [f.name, f.default]));
+  const requestHeaderFromFlags = rhFlags.some((f) => values[f] !== undefined && values[f] !== defaults.get(f));
   const requestHeader: RequestHeaderOptions = {
     clientCAFile: values['requestheader-client-ca-file'] || undefined,
     allowedNames: list(values['requestheader-allowed-names'], DEFAULT_REQUESTHEADER.allowedNames),
