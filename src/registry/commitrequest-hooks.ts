@@ -5,6 +5,7 @@ import { checkAssertAuthor, preserveSubmitter, stampSubmitter } from '../auth/in
 import type { Authorizer } from '../auth/types.js';
 import * as status from '../api/status.js';
 import type { ResourceHooks } from './registry.js';
+import { DEFAULT_CLUSTER } from '../storage/types.js';
 
 export function commitRequestHooks(authorizer: Authorizer): ResourceHooks {
   return {
@@ -12,7 +13,9 @@ export function commitRequestHooks(authorizer: Authorizer): ResourceHooks {
       const spec = obj.spec as { author?: unknown; targetRef?: { name?: string } } | undefined;
       if (spec?.author !== undefined) {
         const ns = obj.metadata.namespace ?? '';
-        const cluster = ctx.cluster;
+        // Only a kcp workspace is addressed by name; a plain deployment's SubjectAccessReview goes to
+        // the hosting cluster's own endpoint, not /clusters/_/... (which it does not serve).
+        const cluster = ctx.cluster === DEFAULT_CLUSTER ? undefined : ctx.cluster;
         const r = await checkAssertAuthor(authorizer, ctx.user, ns, spec.targetRef?.name ?? '', cluster);
         if (!r.allowed) throw status.forbidden(r.message, r.details);
       }
