@@ -17,6 +17,9 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Start again on the same port and directory (after kill or stop). */
   restart(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a server that accepts nothing and answers nothing (a hang, not a crash). */
+  pause(): void;
+  resume(): void;
 }
 
 async function freePort(): Promise<number> {
@@ -74,6 +77,7 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
     port,
     dir,
     async stop() {
+      proc?.kill('SIGCONT');
       await waitExit(proc, 'SIGTERM');
       await rm(dir, { recursive: true, force: true });
     },
@@ -83,6 +87,12 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
     async restart() {
       await waitExit(proc, 'SIGKILL');
       await launch();
+    },
+    pause() {
+      proc?.kill('SIGSTOP');
+    },
+    resume() {
+      proc?.kill('SIGCONT');
     },
   };
 }

@@ -272,7 +272,7 @@ class RedisStore implements Store {
           this.cache.closeAll(new StorageError('Unavailable', `redis unavailable: ${this.followerError}`));
         }
         await new Promise((r) => setTimeout(r, backoff));
-        backoff = Math.min(backoff * 2, 1000);
+        backoff = Math.min(backoff * 2, 250);
       }
     }
   }
