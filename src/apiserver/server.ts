@@ -8,7 +8,7 @@ import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
 import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
-import type { Store } from '../storage/types.js';
+import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
@@ -175,6 +175,9 @@ async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<v
         name: info.authorizationName || undefined,
       }
     : { user, verb: info.verb === 'head' ? 'get' : info.verb, resourceRequest: false, path: info.path };
+  // A kcp workspace's requests are authorized by that workspace (as assert-author already was);
+  // the default cluster and the read-only wildcard are authorized by the hosting cluster itself.
+  if (info.cluster !== DEFAULT_CLUSTER && info.cluster !== '*') attrs.cluster = info.cluster;
   let decision: string;
   let reason: string | undefined;
   try {
