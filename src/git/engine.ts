@@ -151,11 +151,11 @@ export class GitEngine {
           const state = await repo.sync(input.branch);
           const built = await this.build(repo, input, state.base, author, committer);
           if (!built) return { outcome: 'AlreadyPresent', sha: state.base, attempts: attempt };
-          const objectsWritten = await repo.store.flush();
-          await repo.push(input.branch, state.tip, built, async () => {
+          const objects = await repo.store.flush();
+          await repo.push(input.branch, state.tip, built, objects, async () => {
             if (lease) await lease.fence();
           });
-          return { outcome: 'Committed', sha: built, attempts: attempt, objectsWritten };
+          return { outcome: 'Committed', sha: built, attempts: attempt, objectsWritten: objects.length };
         } catch (e) {
           repo.store.discardStaged();
           const err = classifyError(e, repo.display);

@@ -51,7 +51,7 @@ export function classifyError(err: unknown, where: string): GitEngineError {
       .map(([ref, r]) => `${ref}: ${r.error}`)
       .join('; ');
     // receive-pack reports a moved ref as a failed lock / stale old value.
-    if (/lock|stale|expected|fetch first|non-fast-forward|but expected|cannot update/i.test(detail)) {
+    if (/lock|stale|expected|fetch first|non-fast-forward|failed to update|cannot update/i.test(detail)) {
       return new GitEngineError('Conflict', `push to ${where} rejected: the branch moved (${detail})`, true);
     }
     return new GitEngineError('Rejected', `push to ${where} refused: ${detail || msg}`);

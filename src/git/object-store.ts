@@ -79,10 +79,11 @@ export class ObjectStore {
     this.pending = new Map();
   }
 
-  async flush(): Promise<number> {
+  /** Writes the staged objects to disk and returns them (a push sends the same ones). */
+  async flush(): Promise<PendingObject[]> {
     const objects = [...this.pending.values()];
     this.pending = new Map();
     await writeObjects(this.gitdir, objects);
-    return objects.length;
+    return objects;
   }
 }

@@ -143,8 +143,14 @@ function packObjectHeader(type: number, size: number): Buffer {
   return Buffer.from(bytes);
 }
 
-/** One non-delta version-2 pack plus its version-2 .idx, both written under objects/pack. */
-export async function writePack(gitdir: string, objects: readonly PendingObject[]): Promise<void> {
+export interface BuiltPack {
+  pack: Buffer[];
+  digest: Buffer;
+  index: Array<{ oid: string; offset: number; crc: number }>;
+}
+
+/** A non-delta version-2 packfile of `objects` (also what a push sends). */
+export function buildPack(objects: readonly PendingObject[]): BuiltPack {
   const unique = [...new Map(objects.map((o) => [o.oid, o])).values()];
   const header = Buffer.alloc(12);
   header.write('PACK', 0, 'latin1');
@@ -161,9 +167,14 @@ export async function writePack(gitdir: string, objects: readonly PendingObject[
   }
   const packSha = createHash('sha1');
   for (const c of chunks) packSha.update(c);
-  const packDigest = packSha.digest();
-  chunks.push(packDigest);
+  const digest = packSha.digest();
+  chunks.push(digest);
+  return { pack: chunks, digest, index };
+}
 
+/** One pack plus its version-2 .idx, both written under objects/pack. */
+export async function writePack(gitdir: string, objects: readonly PendingObject[]): Promise<void> {
+  const { pack: chunks, digest: packDigest, index } = buildPack(objects);
   index.sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
   const n = index.length;
   const large = index.filter((e) => e.offset >= 0x80000000);

@@ -9,9 +9,9 @@ import { dirname, join } from 'node:path';
 import git, { type HttpClient } from 'isomorphic-git';
 import { GitEngineError, classifyError } from './errors.js';
 import { ObjectStore } from './object-store.js';
+import type { PendingObject } from './objects.js';
+import { ZERO_OID, discoverReceivePack, sendReceivePack, type Advertisement } from './receive-pack.js';
 import { authorizationHeader, displayURL, type GitCredentials, type RepositoryLocation } from './repository-url.js';
-
-const ZERO = '0000000000000000000000000000000000000000';
 
 export interface BranchState {
   /** Current tip of the branch; undefined when the branch does not exist. */
@@ -27,7 +27,7 @@ export interface Repository {
   readonly store: ObjectStore;
   sync(branch: string): Promise<BranchState>;
   /** Moves `branch` from `expected` to `commit`; `fence` runs last, just before the update is sent. */
-  push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void>;
+  push(branch: string, expected: string | undefined, commit: string, objects: readonly PendingObject[], fence: () => Promise<void>): Promise<void>;
 }
 
 async function exists(p: string): Promise<boolean> {
@@ -74,7 +74,7 @@ export class LocalRepository implements Repository {
     return { tip, base: tip ?? (await resolve(this.gitdir, 'HEAD')) };
   }
 
-  async push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void> {
+  async push(branch: string, expected: string | undefined, commit: string, _objects: readonly PendingObject[], fence: () => Promise<void>): Promise<void> {
     const refPath = join(this.gitdir, 'refs', 'heads', ...branch.split('/'));
     const lockPath = `${refPath}.lock`;
     await mkdir(dirname(refPath), { recursive: true });
@@ -145,16 +145,22 @@ export class HttpRepository implements Repository {
     }
   }
 
+  private advertisement: Advertisement | undefined;
+
   async sync(branch: string): Promise<BranchState> {
     await this.ensure();
     try {
-      const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
-      const refs = info.refs ?? [];
-      const tip = refs.find((r) => r.ref === `refs/heads/${branch}`)?.oid;
+      // The receive-pack advertisement is the remote state the push's compare-and-swap is
+      // checked against; objects are fetched only when the remote moved past what we have.
+      const adv = (this.advertisement = await discoverReceivePack(this.http, this.url, this.headers));
+      const tip = adv.refs.get(`refs/heads/${branch}`);
       let baseRef = tip ? `refs/heads/${branch}` : undefined;
       let base = tip;
-      if (!tip) {
-        // A missing branch starts from the remote's default branch (HEAD's target).
+      if (!tip && adv.refs.size > 0) {
+        // A missing branch starts from the remote's default branch (HEAD's target, which only
+        // the upload-pack advertisement names).
+        const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
+        const refs = info.refs ?? [];
         const head = refs.find((r) => r.ref === 'HEAD');
         const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
         const t = target ? refs.find((r) => r.ref === target) : undefined;
@@ -165,13 +171,14 @@ export class HttpRepository implements Repository {
       }
       if (base && baseRef && !(await this.has(base))) {
         // Shallow on first contact: the history below the tip is never needed to build a commit.
+        const short = baseRef.replace(/^refs\/heads\//, '');
         const first = !(await exists(join(this.gitdir, 'refs', 'remotes')));
         await git.fetch({
           fs,
           http: this.http,
           gitdir: this.gitdir,
           url: this.url,
-          ref: baseRef.replace(/^refs\/heads\//, ''),
+          ref: short,
           singleBranch: true,
           tags: false,
           depth: first ? 1 : undefined,
@@ -179,10 +186,10 @@ export class HttpRepository implements Repository {
           cache: this.store.gitCache,
         });
         if (!(await this.has(base))) {
-          // The branch moved between discovery and fetch; the push's compare-and-swap sorts it out.
-          const fetched = await resolve(this.gitdir, `refs/remotes/origin/${baseRef.replace(/^refs\/heads\//, '')}`);
-          if (tip) return { tip: fetched, base: fetched };
-          return { tip: undefined, base: fetched };
+          // The branch moved between discovery and fetch: build on what was fetched; the
+          // compare-and-swap then expects that value.
+          const fetched = await resolve(this.gitdir, `refs/remotes/origin/${short}`);
+          return tip ? { tip: fetched, base: fetched } : { tip: undefined, base: fetched };
         }
       }
       return { tip, base };
@@ -191,27 +198,15 @@ export class HttpRepository implements Repository {
     }
   }
 
-  async push(branch: string, expected: string | undefined, commit: string, fence: () => Promise<void>): Promise<void> {
-    await git.writeRef({ fs, gitdir: this.gitdir, ref: `refs/heads/${branch}`, value: commit, force: true });
+  async push(branch: string, expected: string | undefined, commit: string, objects: readonly PendingObject[], fence: () => Promise<void>): Promise<void> {
     try {
-      await git.push({
-        fs,
-        http: this.http,
-        gitdir: this.gitdir,
-        url: this.url,
-        ref: branch,
-        remoteRef: branch,
-        headers: { ...this.headers },
-        cache: this.store.gitCache,
-        onPrePush: async ({ remoteRef }) => {
-          if (remoteRef.oid !== (expected ?? ZERO)) {
-            throw new GitEngineError('Conflict', `${branch} of ${this.display} moved to ${remoteRef.oid}`, true);
-          }
-          await fence();
-          return true;
-        },
-      });
+      const adv = this.advertisement ?? (await discoverReceivePack(this.http, this.url, this.headers));
+      await fence();
+      await sendReceivePack(this.http, this.url, this.headers, adv, { ref: `refs/heads/${branch}`, oldOid: expected ?? ZERO_OID, newOid: commit, objects });
+      this.advertisement = undefined;
+      await git.writeRef({ fs, gitdir: this.gitdir, ref: `refs/remotes/origin/${branch}`, value: commit, force: true });
     } catch (e) {
+      this.advertisement = undefined;
       throw classifyError(e, this.display);
     }
   }
