@@ -1,0 +1,4 @@
+// The kubectl end-to-end scenario with kubectl 1.27 (installed beside the kubectl on PATH).
+import { kubectlScenario } from './kubectl-scenario.js';
+
+kubectlScenario('1.27');

@@ -1,0 +1,276 @@
+// The built server as a child process (dev PKI, embedded store, AlwaysAllow), plus an HTTPS client
+// that authenticates with the generated admin client certificate. Every test file starts its own.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpsRequest, Agent } from 'node:https';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const GROUP = 'configbutler.ai';
+export const VERSION = 'v1alpha1';
+export const GV = `/apis/${GROUP}/${VERSION}`;
+export const ns = (namespace: string, resource = 'gittargets') => `${GV}/namespaces/${namespace}/${resource}`;
+
+/** Accept header kubectl get sends. */
+export const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+export interface Response {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** Parsed JSON body (undefined when the body is not JSON). */
+  body: any;
+}
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  /** An object is sent as JSON; a string or Buffer as is. */
+  body?: unknown;
+  contentType?: string;
+  /** Omit the client certificate (anonymous). */
+  anonymous?: boolean;
+}
+
+export interface StartedServer {
+  url: string;
+  port: number;
+  dataDir: string;
+  kubeconfig: string;
+  ca: string;
+  cert: string;
+  key: string;
+  /** Everything the process wrote on stderr so far. */
+  stderr(): string;
+  /** True while the child process runs. */
+  alive(): boolean;
+  request(method: string, path: string, opts?: RequestOptions): Promise<Response>;
+  /** GET/POST etc. shortcuts that assert nothing. */
+  get(path: string, headers?: Record<string, string>): Promise<Response>;
+  /** Raw HTTPS request for streaming (watch): returns the IncomingMessage once headers arrive. */
+  stream(path: string, headers?: Record<string, string>): Promise<import('node:http').IncomingMessage>;
+  agent: Agent;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
+export async function startServer(extraArgs: string[] = []): Promise<StartedServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(extraArgs);
+    } catch (e) {
+      // A port taken between freePort() and listen() is the only failure worth another port.
+      if (attempt < 3 && String((e as Error).message).includes('EADDRINUSE')) continue;
+      throw e;
+    }
+  }
+}
+
+async function startOnce(extraArgs: string[]): Promise<StartedServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  let exited = false;
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (/kubectl --kubeconfig \S+ get gittargets -A\n/.test(out)) resolve();
+    });
+    child.once('exit', (code, sig) => {
+      exited = true;
+      reject(new Error(`server exited before it was ready (code ${code}, signal ${sig}):\n${out}\n${err}`));
+    });
+  });
+  try {
+    await ready;
+  } catch (e) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
+  const certs = join(dataDir, 'certs');
+  const ca = readFileSync(join(certs, 'ca.crt'), 'utf8');
+  const cert = readFileSync(join(certs, 'admin.crt'), 'utf8');
+  const key = readFileSync(join(certs, 'admin.key'), 'utf8');
+  const agent = new Agent({ ca, cert, key, keepAlive: true, maxSockets: 32 });
+  const anonAgent = new Agent({ ca, keepAlive: true });
+  const url = `https://127.0.0.1:${port}`;
+
+  const request = (method: string, path: string, opts: RequestOptions = {}): Promise<Response> =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+      let payload: Buffer | undefined;
+      if (opts.body !== undefined) {
+        payload = Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+        if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = opts.contentType ?? 'application/json';
+        headers['content-length'] = String(payload.length);
+      }
+      const req = httpsRequest(
+        { host: '127.0.0.1', port, method, path, headers, agent: opts.anonymous ? anonAgent : agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: any;
+            try {
+              body = JSON.parse(text);
+            } catch {
+              body = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+
+  const stream = (path: string, headers: Record<string, string> = {}) =>
+    new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = httpsRequest({ host: '127.0.0.1', port, method: 'GET', path, headers, agent: false, ca, cert, key }, resolve);
+      req.on('error', reject);
+      req.end();
+    });
+
+  return {
+    url,
+    port,
+    dataDir,
+    kubeconfig: join(dataDir, 'admin.kubeconfig'),
+    ca,
+    cert,
+    key,
+    agent,
+    stderr: () => err,
+    alive: () => !exited && child.exitCode === null,
+    request,
+    get: (path, headers) => request('GET', path, { headers }),
+    stream,
+    async stop() {
+      agent.destroy();
+      anonAgent.destroy();
+      if (!exited && child.exitCode === null) {
+        const gone = new Promise<void>((r) => child.once('exit', () => r()));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+        await gone;
+        clearTimeout(t);
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A GitTarget manifest (JSON) for tests. */
+export function gitTarget(name: string, namespace = 'default', extra: { labels?: Record<string, string>; spec?: Record<string, unknown> } = {}): any {
+  const metadata: Record<string, unknown> = { name, namespace };
+  if (extra.labels) metadata.labels = extra.labels;
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'GitTarget',
+    metadata,
+    spec: { repository: { url: 'https://example.com/r.git' }, branch: 'main', path: 'tenants/a', ...(extra.spec ?? {}) },
+  };
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function pool<T, R>(items: T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  return out;
+}
+
+/** Reads a watch stream line by line; `next()` resolves with the next parsed event. */
+export class EventReader {
+  private buf = '';
+  private queue: any[] = [];
+  private waiters: Array<(v: any) => void> = [];
+  ended = false;
+  private endWaiters: Array<() => void> = [];
+
+  constructor(readonly res: import('node:http').IncomingMessage) {
+    res.setEncoding('utf8');
+    res.on('data', (c: string) => {
+      this.buf += c;
+      let i: number;
+      while ((i = this.buf.indexOf('\n')) >= 0) {
+        const line = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + 1);
+        if (line.trim() === '') continue;
+        this.push(JSON.parse(line));
+      }
+    });
+    const end = () => {
+      if (this.ended) return;
+      this.ended = true;
+      for (const w of this.waiters.splice(0)) w(undefined);
+      for (const w of this.endWaiters.splice(0)) w();
+    };
+    res.on('end', end);
+    res.on('close', end);
+    res.on('error', end);
+  }
+
+  private push(ev: any): void {
+    const w = this.waiters.shift();
+    if (w) w(ev);
+    else this.queue.push(ev);
+  }
+
+  /** The next event, or undefined when the stream ended. */
+  next(): Promise<any> {
+    if (this.queue.length) return Promise.resolve(this.queue.shift());
+    if (this.ended) return Promise.resolve(undefined);
+    return new Promise((r) => this.waiters.push(r));
+  }
+
+  /** Events received but not yet consumed. */
+  pending(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves when the stream has ended. */
+  end(): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((r) => this.endWaiters.push(r));
+  }
+
+  close(): void {
+    this.res.destroy();
+  }
+}
+
+/** Opens a watch and returns its reader (asserts nothing about the status). */
+export async function watch(server: StartedServer, path: string, accept = 'application/json'): Promise<EventReader> {
+  const res = await server.stream(path, { accept });
+  return new EventReader(res);
+}
