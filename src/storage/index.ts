@@ -4,6 +4,7 @@
 import { createEmbeddedStore } from './embedded.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX } from './keys.js';
 import type { Store } from './types.js';
+import { parseRedisUrl } from './redis/url.js';
 
 export * from './types.js';
 export { validateKeyPrefix, DEFAULT_KEY_PREFIX } from './keys.js';
@@ -13,7 +14,7 @@ export interface StoreOptions {
   storage: 'embedded' | 'redis';
   /** Embedded: persist under `<dataDir>/store/` (memory only when absent). */
   dataDir?: string;
-  /** Redis: redis:// or rediss:// URL. */
+  /** Redis: redis:// or rediss:// URL; Sentinel and Cluster via query parameters (redis/url.ts). */
   redisUrl?: string;
   /** Redis: key prefix (default `reverser`), validated by validateKeyPrefix. */
   redisKeyPrefix?: string;
@@ -35,12 +36,13 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     case 'redis': {
       const prefix = validateKeyPrefix(options.redisKeyPrefix ?? DEFAULT_KEY_PREFIX);
       if (!options.redisUrl && !options.redisClusterNodes?.length) throw new Error('--storage=redis requires --redis-url');
+      const target = options.redisUrl ? parseRedisUrl(options.redisUrl) : {};
       const { createRedisStore } = await import('./redis/store.js');
       return createRedisStore({
-        url: options.redisUrl,
-        clusterNodes: options.redisClusterNodes,
+        url: target.url,
+        clusterNodes: options.redisClusterNodes ?? target.clusterNodes,
         keyPrefix: prefix,
-        redisOptions: options.redisOptions,
+        redisOptions: { ...target.redisOptions, ...options.redisOptions },
         eventLogRetention: options.eventLogRetention,
       });
     }

@@ -42,3 +42,13 @@ test('map keys sort as (cluster, namespace, name)', () => {
   ].map(objectMapKey);
   assert.deepEqual([...ks].sort(), [ks[1], ks[0], ks[3], ks[2]]);
 });
+
+test('redis url selects standalone, Sentinel or Cluster', async () => {
+  const { parseRedisUrl } = await import('../../src/storage/redis/url.js');
+  assert.deepEqual(parseRedisUrl('redis://h:1/2'), { url: 'redis://h:1/2' });
+  assert.deepEqual(parseRedisUrl('rediss://u:p@s1:26379?sentinelMaster=m&sentinels=s2:26380'), {
+    redisOptions: { username: 'u', password: 'p', tls: {}, sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], name: 'm', db: 0 },
+  });
+  assert.deepEqual(parseRedisUrl('redis://n1:7000?cluster=true&nodes=n2:7001'), { clusterNodes: ['n1:7000', 'n2:7001'], redisOptions: {} });
+  assert.throws(() => parseRedisUrl('http://x'), /redis:\/\/ or rediss:\/\//);
+});

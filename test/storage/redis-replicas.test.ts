@@ -37,8 +37,10 @@ test('redis: two replicas on one Redis see one history and read their own writes
     acked.push(rvOf(o));
     assert.deepEqual(await r.get(CM, key(name)), o, `read on the other replica after write ${i}`);
   }
-  await wa.next(1000);
-  await wb.next(1000);
+  await wa.until(() => wa.events.length >= 1000 || wa.closed !== undefined, '1000 events on A');
+  await wb.until(() => wb.events.length >= 1000 || wb.closed !== undefined, '1000 events on B');
+  assert.equal(wa.closed, undefined);
+  assert.equal(wb.closed, undefined);
   assert.deepEqual(wa.rvs(), acked);
   assert.deepEqual(wb.rvs(), acked);
   assert.deepEqual((await a.list(CM)).items, (await b.list(CM)).items);

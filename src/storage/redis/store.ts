@@ -93,7 +93,7 @@ class RedisStore implements Store {
     const subOpts = { ...base, commandTimeout: BLOCK_MS + timeout };
     if (opts.clusterNodes?.length) {
       this.keys = new RedisKeys(opts.keyPrefix, true);
-      const nodes = opts.clusterNodes.map((n) => ({ host: n.split(':')[0], port: Number(n.split(':')[1] ?? 6379) }));
+      const nodes = opts.clusterNodes.map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) }));
       this.cmd = new Cluster(nodes, { enableOfflineQueue: false, redisOptions: base });
       this.sub = new Cluster(nodes, { enableOfflineQueue: false, redisOptions: subOpts });
     } else {
@@ -228,9 +228,12 @@ class RedisStore implements Store {
 
   private async doSync(st: ResState): Promise<void> {
     if (st.reloading) await st.reloading;
+    // Only RVs seen before the GET was sent can prove the counter went back: a write acknowledged
+    // while this pipeline is in flight may carry a higher RV than the GET saw.
+    const known = this.maxRV;
     const out = checked(await this.cmd.pipeline().get(this.keys.rv()).xrange(st.logKey, `(${st.lastLogRV}-0`, '+').exec());
     const rv = Number(out[0] ?? 0);
-    if (rv < this.maxRV) {
+    if (rv < known) {
       // The counter went back: Redis lost data (restarted without persistence). Start over.
       this.maxRV = rv;
       for (const s of this.byLog.values()) await this.reload(s);
@@ -278,8 +281,9 @@ class RedisStore implements Store {
   }
 
   private async recovered(): Promise<void> {
+    const known = this.maxRV;
     const rv = Number((await this.cmd.get(this.keys.rv())) ?? 0);
-    if (rv < this.maxRV) {
+    if (rv < known) {
       this.maxRV = rv;
       for (const s of this.byLog.values()) await this.reload(s);
     }
