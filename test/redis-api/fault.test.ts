@@ -1,0 +1,60 @@
+// Redis goes away while clients write: acknowledged writes survive, failures are 503 with
+// Retry-After, the server never answers 500 and never exits, and recovers without a restart.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRedis } from '../support/redis.js';
+import { gitTarget, NS, startServer, until } from './servers.js';
+
+test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, recovery', async (t) => {
+  const redis = await startRedis({ appendonly: true });
+  t.after(() => redis.stop());
+  const certDir = mkdtempSync(join(tmpdir(), 'reverser-certs-'));
+  t.after(() => rmSync(certDir, { recursive: true, force: true }));
+  const s = await startServer({ redisUrl: redis.url, certDir });
+  t.after(() => s.stop());
+
+  const acknowledged = new Set<string>();
+  const codes = new Map<number, number>();
+  let stop = false;
+  let n = 0;
+  const writer = async (w: number) => {
+    while (!stop) {
+      const name = `w${w}-${n++}`;
+      const started = Date.now();
+      const r = await s.request('POST', NS, gitTarget(name));
+      assert.ok(Date.now() - started < 10_000, 'no request hangs past 10 s');
+      codes.set(r.status, (codes.get(r.status) ?? 0) + 1);
+      if (r.status === 201) acknowledged.add(name);
+      else {
+        assert.equal(r.status, 503, `unexpected ${r.status}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.reason, 'ServiceUnavailable');
+        assert.ok(r.headers['retry-after'], 'Retry-After is set');
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
+  };
+  const writers = Array.from({ length: 4 }, (_, w) => writer(w));
+  await until(() => acknowledged.size >= 40, 20_000, 'writes before the outage');
+  await redis.kill();
+  const before = codes.get(503) ?? 0;
+  await until(() => (codes.get(503) ?? 0) >= before + 8, 20_000, 'failed writes during the outage');
+  const ready = await s.request('GET', '/readyz?verbose');
+  assert.equal(ready.status, 500);
+  assert.match(String(ready.body), /\[-\]storage failed: /);
+  await redis.restart();
+  const atRestart = acknowledged.size;
+  await until(() => acknowledged.size >= atRestart + 40, 30_000, 'writes after Redis returned');
+  stop = true;
+  await Promise.all(writers);
+
+  assert.equal(codes.get(500) ?? 0, 0, 'never a 500');
+  assert.equal(s.exited(), false, 'the server never exited');
+  const list = await s.request('GET', NS);
+  assert.equal(list.status, 200);
+  const stored = new Set<string>(list.body.items.map((o: any) => o.metadata.name));
+  for (const name of acknowledged) assert.ok(stored.has(name), `acknowledged write ${name} is present`);
+  assert.equal((await s.request('GET', '/readyz')).status, 200);
+});
