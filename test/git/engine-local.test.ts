@@ -1,0 +1,64 @@
+// local: and file:// repositories, and the packfile path for large batches, checked with git.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GitEngine, GitEngineError } from '../../src/git/index.js';
+import { cloneAndCheck, configMap, git } from './git-cli.js';
+
+const alice = { name: 'Alice Doe', email: 'alice@example.com', time: new Date('2026-01-02T03:04:05Z'), timezoneOffset: 60 };
+
+function dataDir(t: import('node:test').TestContext): string {
+  const d = mkdtempSync(join(tmpdir(), 'git-engine-'));
+  t.after(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+test('local:<name> is created on first use; a big batch is written as one valid pack', async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir, committerName: 'Robot', committerEmail: 'robot@example.com' });
+  const changes = Array.from({ length: 300 }, (_, i) => ({ op: 'write' as const, object: configMap(`cm-${i}`, `ns-${i % 3}`, { i: String(i) }), resource: 'configmaps' }));
+  const r = await engine.commit({ repository: { url: 'local:tenants' }, branch: 'main', folder: 'env/prod', changes, author: alice, message: 'Snapshot\n\nwith a body' });
+  assert.equal(r.outcome, 'Committed');
+  const gitdir = join(dir, 'git', 'tenants.git');
+  assert.ok(existsSync(join(gitdir, 'HEAD')));
+  const packs = readdirSync(join(gitdir, 'objects', 'pack'));
+  assert.equal(packs.filter((p) => p.endsWith('.pack')).length, 1);
+  await git(gitdir, 'verify-pack', join(gitdir, 'objects', 'pack', packs.find((p) => p.endsWith('.idx'))!));
+  const c = await cloneAndCheck(`file://${gitdir}`, 'main');
+  t.after(c.cleanup);
+  assert.equal(c.files.length, 300);
+  assert.equal(c.files[0], 'env/prod/ns-0/configmaps/cm-0.yaml');
+  assert.deepEqual(c.log, ['Alice Doe <alice@example.com>|Robot <robot@example.com>|Snapshot']);
+  assert.equal((await git(c.dir, 'log', '-1', '--format=%ad|%B', '--date=iso')).trim(), '2026-01-02 04:04:05 +0100|Snapshot\n\nwith a body');
+
+  // Then a one-object change: loose objects, the folder index finds the file.
+  const r2 = await engine.commit({ repository: { url: 'local:tenants' }, branch: 'main', folder: 'env/prod', changes: [{ op: 'write', object: configMap('cm-7', 'ns-1', { i: 'changed' }) }], author: alice, message: 'one' });
+  assert.equal(r2.outcome === 'Committed' && r2.objectsWritten, 7); // blob, 5 trees (root, env, prod, ns-1, configmaps), commit
+  assert.equal((await git(gitdir, 'diff', '--stat', 'main~1', 'main')).trim().split('\n').length, 2);
+  await git(gitdir, 'fsck', '--strict', '--no-dangling');
+});
+
+test('file:// needs an existing repository; a missing branch in an empty repository is an orphan', async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir });
+  await assert.rejects(
+    engine.commit({ repository: { url: `file://${dir}/missing.git` }, branch: 'main', folder: '.', changes: [{ op: 'write', object: configMap('a', 'n', {}) }], author: alice, message: 'm' }),
+    (e: unknown) => e instanceof GitEngineError && e.reason === 'NotFound',
+  );
+  const bare = join(dir, 'r.git');
+  await git(dir, 'init', '--quiet', '--bare', '--initial-branch=main', bare);
+  const r = await engine.commit({ repository: { url: `file://${bare}` }, branch: 'release', folder: '.', changes: [{ op: 'write', object: configMap('a', 'n', { x: 'y' }) }], author: alice, message: 'orphan' });
+  assert.equal(r.outcome, 'Committed');
+  assert.equal((await git(bare, 'rev-list', '--count', 'release')).trim(), '1');
+  assert.equal((await git(bare, 'for-each-ref', '--format=%(refname)')).trim(), 'refs/heads/release');
+});
+
+test('invalid input is refused before anything is written', async (t) => {
+  const engine = new GitEngine({ dataDir: dataDir(t) });
+  const base = { repository: { url: 'local:x' }, branch: 'main', folder: '.', changes: [], author: alice, message: 'm' };
+  for (const bad of [{ branch: 'a..b' }, { folder: '../up' }, { repository: { url: 'ssh://h/r.git' } }]) {
+    await assert.rejects(engine.commit({ ...base, ...bad }), (e: unknown) => e instanceof GitEngineError && e.reason === 'Invalid');
+  }
+});

@@ -1,0 +1,46 @@
+// The one YAML encoder: new files and in-place edits agree byte for byte.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { editFileText, encodeObject } from '../../src/git/manifest-yaml.js';
+
+const deploy = (replicas: number) => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { namespace: 'shop', labels: { app: 'web' }, name: 'web' },
+  spec: { replicas, template: { spec: { containers: [{ name: 'web', image: 'nginx:1', args: ['--a', '--b'] }] } } },
+});
+
+test('new files: apiVersion, kind, metadata first; 2-space indent; sequences under their key', () => {
+  assert.equal(
+    encodeObject(deploy(1)),
+    [
+      'apiVersion: apps/v1', 'kind: Deployment', 'metadata:', '  name: web', '  namespace: shop', '  labels:', '    app: web',
+      'spec:', '  replicas: 1', '  template:', '    spec:', '      containers:', '        - name: web', '          image: nginx:1',
+      '          args:', '            - --a', '            - --b', '',
+    ].join('\n'),
+  );
+});
+
+test('create then update changes only the changed line', () => {
+  const created = editFileText(undefined, { writes: [deploy(1)], deletes: [] })!;
+  const updated = editFileText(created, { writes: [deploy(2)], deletes: [] })!;
+  const a = created.split('\n');
+  const b = updated.split('\n');
+  assert.equal(a.length, b.length);
+  assert.deepEqual(a.map((l, i) => (l === b[i] ? null : [l, b[i]])).filter(Boolean), [['  replicas: 1', '  replicas: 2']]);
+  // Updating to what the file holds gives the same bytes.
+  assert.equal(editFileText(updated, { writes: [deploy(2)], deletes: [] }), updated);
+});
+
+test('removed keys and list items go; comments elsewhere stay', () => {
+  const text = ['# keep me', 'apiVersion: v1', 'kind: ConfigMap', 'metadata:', '  name: c', 'data:', '  a: "1" # why a', '  b: "2"', ''].join('\n');
+  const out = editFileText(text, { writes: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: '1' } }], deletes: [] });
+  assert.equal(out, ['# keep me', 'apiVersion: v1', 'kind: ConfigMap', 'metadata:', '  name: c', 'data:', '  a: "1" # why a', ''].join('\n'));
+});
+
+test('deleting the last document removes the file; an unknown identity is appended', () => {
+  const one = encodeObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } });
+  assert.equal(editFileText(one, { writes: [], deletes: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'a' }] }), null);
+  const two = editFileText(one, { writes: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } }], deletes: [] });
+  assert.equal(two, one + '---\n' + encodeObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } }));
+});
