@@ -1,0 +1,109 @@
+// Child processes for benchmarks: free ports, a real redis-server, node children that announce
+// readiness on a line of output, RSS readings. Every child is tracked so one call stops them all.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface Child {
+  proc: ChildProcess;
+  pid: number;
+  /** Everything the child printed so far (capped), for error messages. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+const children = new Set<Child>();
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Spawns `cmd args` and resolves once its stdout or stderr matches `ready`. */
+export function startChild(name: string, cmd: string, args: string[], ready: RegExp, timeoutMs = 30_000): Promise<Child> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let done = false;
+    const child: Child = {
+      proc,
+      pid: proc.pid!,
+      output: () => out,
+      stop: () =>
+        new Promise<void>((res) => {
+          children.delete(child);
+          if (proc.exitCode !== null || proc.signalCode !== null) return res();
+          const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+          proc.once('exit', () => {
+            clearTimeout(t);
+            res();
+          });
+          proc.kill('SIGTERM');
+        }),
+    };
+    const onData = (b: Buffer): void => {
+      out = (out + b.toString()).slice(-20_000);
+      if (!done && ready.test(out)) {
+        done = true;
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    proc.once('error', (e) => {
+      if (!done) reject(e);
+    });
+    proc.once('exit', (code, sig) => {
+      children.delete(child);
+      if (!done) {
+        done = true;
+        clearTimeout(timer);
+        reject(new Error(`${name} exited (${code ?? sig}) before it was ready:\n${out}`));
+      }
+    });
+    const timer = setTimeout(() => {
+      if (done) return;
+      done = true;
+      proc.kill('SIGKILL');
+      reject(new Error(`${name} not ready after ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
+    children.add(child);
+  });
+}
+
+export async function startRedis(dir: string): Promise<{ url: string; port: number; child: Child }> {
+  const port = await freePort();
+  const child = await startChild(
+    'redis-server',
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--daemonize', 'no', '--loglevel', 'notice'],
+    /Ready to accept connections/,
+  );
+  return { url: `redis://127.0.0.1:${port}`, port, child };
+}
+
+/** Resident set size of a process in MiB (VmRSS), and its peak (VmHWM). */
+export function rssMiB(pid: number): { rss: number; hwm: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Stops every child still running (reverse start order), then removes `dirs`. */
+export async function cleanup(dirs: string[]): Promise<void> {
+  for (const c of [...children].reverse()) await c.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
