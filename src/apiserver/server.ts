@@ -76,6 +76,11 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     logger: false,
     return503OnClosing: true,
     forceCloseConnections: true,
+    // URLs fastify cannot decode (bad percent-encoding) must still get a Status body, not fastify's own JSON.
+    frameworkErrors: (err: any, _req: FastifyRequest, reply: FastifyReply) => {
+      const s = err?.code === 'FST_ERR_BAD_URL' ? status.badRequest('the request URL is malformed: invalid percent-encoding') : status.badRequest(String(err?.message ?? 'bad request'));
+      sendStatus(reply, s.status);
+    },
   } as any) as unknown as FastifyInstance;
 
   cfg.tls.onClientCAsChange?.(() => {
