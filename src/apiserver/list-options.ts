@@ -70,7 +70,8 @@ export function parseListOptions(q: URLSearchParams, def: ResourceDefinition): L
   const sendInitialEvents = q.has('sendInitialEvents') ? bool(q, 'sendInitialEvents') : false;
   if (match !== '') {
     if (match !== 'NotOlderThan' && match !== 'Exact') errs.push(notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan']));
-    else if (!rv) errs.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+    // Lists only: a WatchList request (client-go informers) sends resourceVersionMatch without a resourceVersion.
+    else if (!rv && !watch) errs.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
     else if (match === 'Exact' && rv === '0') errs.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
     if (cont) errs.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
     if (watch && !q.has('sendInitialEvents')) errs.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
