@@ -272,5 +272,10 @@ export class EventReader {
 /** Opens a watch and returns its reader (asserts nothing about the status). */
 export async function watch(server: StartedServer, path: string, accept = 'application/json'): Promise<EventReader> {
   const res = await server.stream(path, { accept });
+  if (res.statusCode !== 200) {
+    const chunks: Buffer[] = [];
+    for await (const c of res) chunks.push(c as Buffer);
+    throw new Error(`watch ${path} answered ${res.statusCode}: ${Buffer.concat(chunks).toString()}`);
+  }
   return new EventReader(res);
 }
