@@ -68,7 +68,9 @@ const log = (s: string) => process.stdout.write(`${s}\n`);
 async function startServer(dataDir: string, certDir: string, redisUrl: string, extra: string[]): Promise<{ child: Child; port: number }> {
   const port = await freePort();
   const args = [MAIN, 'serve', `--storage=${storage}`, '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), ...extra];
-  const child = await startChild('reverser server', process.execPath, args, /"msg":"serving"/);
+  // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the servers.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = await startChild('reverser server', process.execPath, [...nodeArgs, ...args], /"msg":"serving"/);
   return { child, port };
 }
 
@@ -108,6 +110,13 @@ async function traverse(t: Target, agent: https.Agent, first: string, nextPath: 
     path = nextPath(m[1]!);
   }
   return [performance.now() - t0, pages, bytes];
+}
+
+/** Heap figures from the server's /metrics (prom-client default metrics). */
+async function heapOf(t: Target, agent: https.Agent): Promise<string> {
+  const r = await request(t, agent, { method: 'GET', path: '/metrics' });
+  const v = (m: string) => Number(new RegExp(`^${m} ([0-9.e+]+)`, 'm').exec(r.body)?.[1] ?? NaN) / 1e6;
+  return `V8 heap used ${fmt(v('nodejs_heap_size_used_bytes'), 0)} MB of ${fmt(v('nodejs_heap_size_total_bytes'), 0)} MB, external ${fmt(v('nodejs_external_memory_bytes'), 0)} MB`;
 }
 
 async function timedLoop(ms: number, fn: () => Promise<number>): Promise<number[]> {
@@ -179,8 +188,9 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 500));
       const m = rssMiB(A.child.pid);
       const mb = (m.rss * 1024 * 1024) / 1e6;
-      rows.push({ metric: `server RSS, ${N} GitTargets cached`, unit: 'MB', server: mb, target: '≤ 300 MB', met: mb <= 300, note: `peak so far ${fmt((m.hwm * 1048576) / 1e6, 0)} MB` });
-      log(`RSS after fill + list: ${fmt(mb, 1)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 1)} MB)`);
+      const heap = await heapOf(server, sAgent);
+      rows.push({ metric: `server RSS, ${N} GitTargets cached`, unit: 'MB', server: mb, target: '≤ 300 MB', met: mb <= 300, note: `peak so far ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      log(`RSS after fill + list: ${fmt(mb, 1)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 1)} MB); ${heap}`);
     }
 
     // ---- GET by name ---------------------------------------------------------------------
@@ -196,6 +206,7 @@ async function main(): Promise<void> {
       const p99s = median(r.a.map((x) => quantile(x.lat, 0.99)));
       const p99f = median(r.b.map((x) => quantile(x.lat, 0.99)));
       rows.push({ metric: 'GET by name', unit: 'req/s', server: s, floor: f, ratio: s / f, target: '≥ 50% of floor', met: s / f >= 0.5, note: `p99 ${fmt(p99s)} ms vs ${fmt(p99f)} ms; runs ${r.a.map((x) => fmt(x.rps, 0)).join('/')} vs ${r.b.map((x) => fmt(x.rps, 0)).join('/')}` });
+      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
       log(`GET: server ${fmt(s, 0)}/s, floor ${fmt(f, 0)}/s, ratio ${fmt((100 * s) / f, 0)}%`);
     }
 
@@ -236,7 +247,26 @@ async function main(): Promise<void> {
       const sm = median(rp.a);
       const fm = median(rp.b);
       rows.push({ metric: `LIST ${N}, pages of 500 (all pages)`, unit: 'ms/list', server: sm, floor: fm, ratio: sm / fm, target: 'measured (no target)', note: `${sp} vs ${fp} pages` });
+      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
       log(`LIST paged: server ${fmt(sm)} ms (${sp} pages), floor ${fmt(fm)} ms (${fp} pages), ratio ${fmt(sm / fm, 2)}×`);
+    }
+
+    // ---- RSS of a freshly started server that loads the 10,000 from Redis ----------------------
+    if (want('rss')) {
+      const C = await startServer(join(tmp, 'data-fresh'), certDir, redis.url, ['--authorization-mode=AlwaysAllow']);
+      const c: Target = { host: '127.0.0.1', port: C.port, tls: adminTLS };
+      const cAgent = agentFor(c, 1);
+      const l = await request(c, cAgent, { method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets` });
+      const items = (JSON.parse(l.body) as { items: unknown[] }).items.length;
+      if (items !== N) throw new Error(`fresh server listed ${items} items, want ${N}`);
+      await new Promise((r) => setTimeout(r, 500));
+      const m = rssMiB(C.child.pid);
+      const mb = (m.rss * 1048576) / 1e6;
+      const heap = await heapOf(c, cAgent);
+      rows.push({ metric: `server RSS, fresh process, ${N} GitTargets loaded from Redis`, unit: 'MB', server: mb, target: '≤ 300 MB', met: mb <= 300, note: `peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      log(`fresh server RSS after one LIST: ${fmt(mb, 1)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 1)} MB); ${heap}`);
+      cAgent.destroy();
+      await C.child.stop();
     }
 
     // ---- CREATE --------------------------------------------------------------------------
@@ -258,6 +288,7 @@ async function main(): Promise<void> {
       const p99s = median(r.a.map((x) => quantile(x.lat, 0.99)));
       const p99f = median(r.b.map((x) => quantile(x.lat, 0.99)));
       rows.push({ metric: 'CREATE', unit: 'req/s', server: s, floor: f, ratio: s / f, target: '≥ 30% of floor', met: s / f >= 0.3, note: `p99 ${fmt(p99s)} ms vs ${fmt(p99f)} ms; runs ${r.a.map((x) => fmt(x.rps, 0)).join('/')} vs ${r.b.map((x) => fmt(x.rps, 0)).join('/')}` });
+      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
       log(`CREATE: server ${fmt(s, 0)}/s, floor ${fmt(f, 0)}/s, ratio ${fmt((100 * s) / f, 0)}%`);
     }
 
@@ -294,10 +325,11 @@ async function main(): Promise<void> {
           ratio: s / f,
           target: '≤ 100 ms',
           met: s <= 100 && results.server.missing === 0,
-          note: `p50 ${fmt(quantile(results.server.lat, 0.5))} vs ${fmt(quantile(results.floor.lat, 0.5))} ms; ${P.events} events; missing ${results.server.missing}`,
+          note: `first watcher ${fmt(Math.min(...results.server.lat))} vs ${fmt(Math.min(...results.floor.lat))} ms, p50 ${fmt(quantile(results.server.lat, 0.5))} vs ${fmt(quantile(results.floor.lat, 0.5))} ms; ${P.events} events; missing ${results.server.missing}`,
         });
       }
       const m = rssMiB(A.child.pid);
+      log(`server after watch runs: ${await heapOf(server, sAgent)}`);
       log(`server RSS after watch runs: ${fmt((m.rss * 1048576) / 1e6, 0)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB)`);
     }
 
@@ -311,15 +343,24 @@ async function main(): Promise<void> {
         '--authorization-mode=Delegated',
         '--kubeconfig', fake.kubeconfigPath,
         '--authentication-skip-lookup=true',
+        '--authorization-webhook-cache-authorized-ttl=5m',
       ]);
+      // A fresh AlwaysAllow server beside it, so both sides have the same history (A has been
+      // through CREATE and 2,000 watches by now).
+      const A2 = await startServer(join(tmp, 'data-allow'), certDir, redis.url, ['--authorization-mode=AlwaysAllow']);
       const userTLS = { ca: adminTLS.ca, cert: user.certPem, key: user.keyPem };
-      const allow: Target = { host: '127.0.0.1', port: A.port, tls: userTLS };
+      const allow: Target = { host: '127.0.0.1', port: A2.port, tls: userTLS };
       const deleg: Target = { host: '127.0.0.1', port: B.port, tls: userTLS };
       const aAgent = agentFor(allow, CONCURRENCY);
       const dAgent = agentFor(deleg, CONCURRENCY);
-      const rnd = () => name(Math.floor(Math.random() * N));
+      // 5,000 distinct names: every decision fits the authorizer's cache (10,000 entries) and stays
+      // in it for the whole measurement (allowed TTL 5m); warmed below by one GET of each name.
+      const HOT = 5_000;
+      const rnd = () => name(Math.floor(Math.random() * HOT));
       const get = (t: Target, ag: https.Agent, ms: number) => () =>
         runLoad(t, ag, { durationMs: ms, concurrency: CONCURRENCY, expect: 200, next: () => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${rnd()}` }) }).then((r) => check(r, 'GET as bench-user'));
+      check(await runLoad(allow, aAgent, { durationMs: Infinity, maxRequests: HOT, concurrency: CONCURRENCY, expect: 200, next: (i) => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${name(i)}` }) }), 'warm AlwaysAllow');
+      check(await runLoad(deleg, dAgent, { durationMs: Infinity, maxRequests: HOT, concurrency: CONCURRENCY, expect: 200, next: (i) => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${name(i)}` }) }), 'warm Delegated cache');
       await get(deleg, dAgent, P.warmMs)();
       await get(allow, aAgent, P.warmMs)();
       const sars0 = fake.sars().length;
