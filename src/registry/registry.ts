@@ -243,12 +243,13 @@ export class Registry {
     recordManagedFields(old, next, opts.fieldManager, this.apiVersion, subresource);
     if (opts.dryRun) return { object: next, warnings };
     const key = this.key(ctx, namespace, name);
-    const stored = await this.wrap(name, () => this.store.update(this.ref, key, next, expectedRV));
-    // Removing the last finalizer of a deleting object completes the deletion.
-    if (stored.metadata.deletionTimestamp && !(stored.metadata.finalizers?.length)) {
-      const gone = await this.wrap(name, () => this.store.delete(this.ref, key, parseRV(stored.metadata.resourceVersion!)));
+    // Removing the last finalizer of a deleting object deletes it instead of storing the update, as
+    // kube-apiserver does: watchers see one DELETED, not a MODIFIED followed by a DELETED.
+    if (m.deletionTimestamp && !(m.finalizers?.length)) {
+      const gone = await this.wrap(name, () => this.store.delete(this.ref, key, expectedRV));
       return { object: gone, warnings };
     }
+    const stored = await this.wrap(name, () => this.store.update(this.ref, key, next, expectedRV));
     return { object: stored, warnings };
   }
 
