@@ -130,6 +130,7 @@ export class Registry {
       delete obj.metadata[k];
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
+    dropEmptyMaps(obj.metadata);
     await this.hooks.beforeCreate?.(ctx, obj, opts);
     stampCluster(ctx, obj);
     const meta = obj.metadata;
@@ -228,6 +229,7 @@ export class Registry {
     }
     m.resourceVersion = o.resourceVersion;
     if (m.finalizers?.length === 0) delete m.finalizers;
+    dropEmptyMaps(m);
     const warnings = this.validate(next, old, opts.fieldValidation, true);
     if (o.deletionTimestamp) {
       const added = (m.finalizers ?? []).filter((f) => !(o.finalizers ?? []).includes(f));
@@ -320,6 +322,14 @@ function stampCluster(ctx: RequestContext, obj: KubeObject): void {
 }
 
 export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
+/** Empty labels/annotations are dropped, as Go's omitempty does: a patch removing the last label leaves none, not `{}`. */
+function dropEmptyMaps(meta: KubeObject['metadata']): void {
+  for (const k of ['labels', 'annotations'] as const) {
+    const v = meta[k];
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0) delete meta[k];
+  }
+}
 
 export function parseRV(rv: string): number {
   if (!/^\d{1,15}$/.test(rv)) {
