@@ -5,7 +5,7 @@ import { describe, before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse as parseYAML } from 'yaml';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
-import { GROUP, VERSION, ns, startServer, type StartedServer } from '../support/server.js';
+import { GROUP, VERSION, ns, startServer, watch, type StartedServer } from '../support/server.js';
 
 const manifest = (name: string, opts: { labels?: Record<string, string>; branch?: string; url?: string; path?: string } = {}) =>
   [
@@ -222,6 +222,69 @@ export function kubectlScenario(version: string | undefined): void {
       failed(await k.run(['get', 'gt', 'dry']), 'Error from server (NotFound): gittargets.configbutler.ai "dry" not found\n');
       const r = await server.get(`${ns('default')}/dry`);
       assert.equal(r.status, 404);
+    });
+
+    test('20, 27: resource aliases and category; explain of the kind and of a leaf field', async () => {
+      for (const r of ['gittarget', 'gt', 'gittargets.configbutler.ai', 'gitops']) {
+        const out = await k.run(['get', r, '-o', 'name']);
+        ok(out);
+        assert.match(out.stdout, /^gittarget\.configbutler\.ai\/demo$/m, r);
+      }
+      const kind = await k.run(['explain', 'gittargets']);
+      ok(kind);
+      assert.match(kind.stdout, /^KIND: {7}GitTarget$/m);
+      assert.match(kind.stdout, /^VERSION: {4}v1alpha1$/m);
+      const leaf = await k.run(['explain', 'gittargets.spec.repository.url']);
+      ok(leaf);
+      assert.match(leaf.stdout, /^FIELD: url <string>$/m);
+    });
+
+    test('29: an unknown field is refused, naming it', async () => {
+      const f = k.file('unknown.yaml', manifest('unknown').replace('spec:\n', 'spec:\n  bogusField: 1\n'));
+      failed(await k.run(['create', '-f', f]), 'The GitTarget "unknown" is invalid: spec.bogusField: Forbidden: unknown field "spec.bogusField"\n');
+    });
+
+    test('62: --show-labels and --sort-by', async () => {
+      const labels = await k.run(['get', 'gt', 'demo', '--show-labels']);
+      ok(labels);
+      assert.match(labels.stdout.split('\n')[0]!, /\sLABELS$/);
+      assert.match(labels.stdout.split('\n')[1]!, /\sapp=demo$/);
+      const sorted = await k.run(['get', 'gt', '--sort-by=.spec.branch', '-o', 'name']);
+      ok(sorted);
+      assert.deepEqual(sorted.stdout.trimEnd().split('\n'), [`${g}/applied`, `${g}/demo`, `${g}/other`]);
+      const reverse = await k.run(['get', 'gt', '--sort-by=.metadata.name', '--no-headers']);
+      ok(reverse);
+      assert.deepEqual(reverse.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)[0]), ['applied', 'demo', 'other']);
+    });
+
+    test('87: apply --server-side is refused with the server\'s clear 415 message', async () => {
+      const r = await k.run(['apply', '--server-side', '-f', k.file('ssa.yaml', manifest('ssa'))]);
+      assert.equal(r.code, 1);
+      assert.equal(r.stdout, '');
+      assert.match(
+        r.stderr,
+        /^error: Server-side apply not available on the server: \(server-side apply \(application\/apply-patch\+yaml\) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch\)\n$/i,
+      );
+    });
+
+    test('95: delete of an object with a finalizer returns once the finalizer is removed', async () => {
+      ok(await k.run(['create', '-f', k.file('fin.yaml', manifest('fin').replace('metadata:\n', 'metadata:\n  finalizers: [example.dev/keep]\n'))]), `${g}/fin created\n`);
+      const rv = (await server.get(`${ns('default')}/fin`)).body.metadata.resourceVersion;
+      const w = await watch(server, `${ns('default')}?watch=true&fieldSelector=metadata.name%3Dfin&resourceVersion=${rv}`);
+      const deleting = k.run(['delete', 'gt', 'fin', '--timeout=30s']);
+      // Remove the finalizer once the deletion is under way (the MODIFIED that sets deletionTimestamp).
+      try {
+        for (;;) {
+          const ev = await w.next();
+          assert.ok(ev, 'the watch ended');
+          if (ev.object.metadata.deletionTimestamp) break;
+        }
+      } finally {
+        w.close();
+      }
+      const rm = await server.request('PATCH', `${ns('default')}/fin`, { contentType: 'application/merge-patch+json', body: { metadata: { finalizers: null } } });
+      assert.equal(rm.status, 200, rm.text);
+      ok(await deleting, `${g} "fin" deleted\n`);
     });
 
     test('delete and delete --all', async () => {
