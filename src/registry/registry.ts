@@ -68,8 +68,8 @@ export class Registry {
     return obj;
   }
 
-  list(cluster: string | undefined, namespace: string | undefined, consistency: 'consistent' | 'any'): Promise<ListResult> {
-    return this.wrap('', () => this.store.list(this.ref, { cluster, namespace: namespace || undefined, consistency }));
+  list(cluster: string | undefined, namespace: string | undefined, consistency: 'consistent' | 'any', atRV?: number): Promise<ListResult> {
+    return this.wrap('', () => this.store.list(this.ref, { cluster, namespace: namespace || undefined, consistency, atRV }));
   }
 
   /** Body checks every write shares (protocol §3.11 steps 1–4). */

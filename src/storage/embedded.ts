@@ -18,7 +18,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from './types.js';
-import { WatchCache, type ResourceCache } from './watch-cache.js';
+import { WatchCache, listAt, type ResourceCache } from './watch-cache.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -135,6 +135,7 @@ class EmbeddedStore implements Store {
   }
 
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
+    if (opts.atRV !== undefined) return { items: listAt(this.rc(res), opts), resourceVersion: opts.atRV };
     return { items: this.rc(res).list(opts.cluster, opts.namespace), resourceVersion: this.rv };
   }
 

@@ -76,6 +76,11 @@ export interface ListOptions {
    * `any`: may be served from the local cache without waiting (resourceVersion=0 semantics).
    */
   consistency?: 'consistent' | 'any';
+  /**
+   * Serve the list as it was at this RV (continue tokens read one snapshot). Rejects with
+   * StorageError('Expired') when the RV is older than the retained event log.
+   */
+  atRV?: number;
 }
 
 export interface ListResult {

@@ -9,6 +9,7 @@ import { objectMapKey, objectMapKeyRange } from './keys.js';
 import {
   StorageError,
   type KubeObject,
+  type ListOptions,
   type ObjectKey,
   type StoreEvent,
   type WatchCallbacks,
@@ -53,6 +54,13 @@ export function deepFreeze<T>(o: T): T {
     for (const v of Object.values(o as object)) deepFreeze(v);
   }
   return o;
+}
+
+/** The snapshot list of ListOptions.atRV, shared by both backends. */
+export function listAt(rc: ResourceCache, opts: ListOptions): KubeObject[] {
+  const items = rc.listAt(opts.atRV!, opts.cluster, opts.namespace);
+  if (!items) throw new StorageError('Expired', `too old resource version: ${opts.atRV} (${rc.oldestRV})`, rc.oldestRV);
+  return items;
 }
 
 /** State and history of one resource type. */
@@ -113,6 +121,37 @@ export class ResourceCache {
       if (this.objects.get(keys[i]!)!.namespace === namespace) out.push(items[i]!);
     }
     return out;
+  }
+
+  /**
+   * The list as it was at `rv` (for continue tokens: every page of a paginated list reads one
+   * snapshot, as etcd-backed lists do). Undone from the current state with the retained history;
+   * undefined when `rv` is older than the history (the caller answers 410 Expired).
+   */
+  listAt(rv: number, cluster?: string, namespace?: string): KubeObject[] | undefined {
+    if (rv < this.oldestRV) return undefined;
+    const first = this.firstAfter(rv);
+    if (first >= this.events.length) return this.list(cluster, namespace);
+    // For every key written after rv, its state at rv: the prevObject of its first later event.
+    const atRV = new Map<string, KubeObject | null>();
+    for (let i = first; i < this.events.length; i++) {
+      const ev = this.events[i]!;
+      const ns = ev.object.metadata.namespace ?? '';
+      if (cluster !== undefined && ev.cluster !== cluster) continue;
+      if (namespace && ns !== namespace) continue;
+      const k = objectMapKey({ cluster: ev.cluster, namespace: ns, name: ev.object.metadata.name ?? '' });
+      if (!atRV.has(k)) atRV.set(k, ev.type === 'ADDED' ? null : ev.prevObject ?? null);
+    }
+    if (atRV.size === 0) return this.list(cluster, namespace);
+    const merged: Array<[string, KubeObject]> = [];
+    for (const [k, e] of this.objects) {
+      if (cluster !== undefined && e.cluster !== cluster) continue;
+      if (namespace && e.namespace !== namespace) continue;
+      if (!atRV.has(k)) merged.push([k, e.obj]);
+    }
+    for (const [k, obj] of atRV) if (obj) merged.push([k, obj]);
+    merged.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return merged.map(([, o]) => o);
   }
 
   /** Every object with its key, for snapshots and rebuilds. */

@@ -152,6 +152,26 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     assert.deepEqual((await store.get(CM, key('x', 'a', 'c2')))!.data, { from: 'c2' });
   });
 
+  test(`${name}: list at an RV reads the snapshot of that RV; older than history is Expired`, async (t) => {
+    const { store } = await factory(t, { retention: 5 });
+    const a = await store.create(CM, key('a'), cm('a', 'default', { v: '1' }));
+    await store.create(CM, key('b'), cm('b'));
+    await store.create(CM, key('c', 'other'), cm('c', 'other'));
+    const at = (await store.list(CM)).resourceVersion;
+    await store.update(CM, key('a'), cm('a', 'default', { v: '2' }), rvOf(a));
+    await store.delete(CM, key('b'));
+    await store.create(CM, key('d'), cm('d'));
+    const snap = await store.list(CM, { atRV: at });
+    assert.equal(snap.resourceVersion, at);
+    assert.deepEqual(snap.items.map((o) => [o.metadata.name, o.data]), [['a', { v: '1' }], ['b', {}], ['c', {}]]);
+    const ns = await store.list(CM, { atRV: at, namespace: 'default' });
+    assert.deepEqual(ns.items.map((o) => o.metadata.name), ['a', 'b']);
+    const now = await store.list(CM);
+    assert.deepEqual(now.items.map((o) => o.metadata.name), ['a', 'd', 'c']); // sorted by namespace, then name
+    for (let i = 0; i < 6; i++) await store.create(CM, key(`x${i}`), cm(`x${i}`));
+    await rejects(store.list(CM, { atRV: at }), 'Expired');
+  });
+
   test(`${name}: watch replays exactly the events after an RV, then follows live`, async (t) => {
     const { store } = await factory(t);
     const a = await store.create(CM, key('a'), cm('a'));

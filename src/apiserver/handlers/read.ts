@@ -48,10 +48,7 @@ export async function handleList(h: HandlerContext): Promise<void> {
   let cont: string | undefined;
   let remaining: number | undefined;
   let start = 0;
-  if (opts.continueToken) {
-    if (opts.continueToken.rv < h.state.store.oldestRetainedRV(h.registry.ref)) throw status.gone(status.CONTINUE_TOO_OLD);
-    start = firstAfter(items, opts.continueToken.start);
-  }
+  if (opts.continueToken) start = firstAfter(items, opts.continueToken.start);
   if (opts.limit > 0 && items.length - start > opts.limit) {
     page = items.slice(start, start + opts.limit);
     const last = page[page.length - 1]!.metadata;
@@ -78,7 +75,14 @@ export async function handleList(h: HandlerContext): Promise<void> {
 export async function listItems(h: HandlerContext, opts: ListOptions, cluster: string | undefined): Promise<{ items: KubeObject[]; listRV: number }> {
   const rv = opts.resourceVersion;
   const consistency = rv === '0' && !opts.continueToken ? 'any' : 'consistent';
-  const res = await h.registry.list(cluster, h.info.namespace, consistency);
+  let res;
+  try {
+    // Every page of a paginated list reads the snapshot of the first page.
+    res = await h.registry.list(cluster, h.info.namespace, consistency, opts.continueToken?.rv);
+  } catch (e) {
+    if (opts.continueToken && e instanceof status.StatusError && e.status.code === 410) throw status.gone(status.CONTINUE_TOO_OLD);
+    throw e;
+  }
   if (rv && rv !== '0') {
     const want = Number(rv);
     if (opts.resourceVersionMatch === 'Exact' && want !== res.resourceVersion) {

@@ -18,7 +18,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from '../types.js';
-import { WatchCache, type ResourceCache } from '../watch-cache.js';
+import { WatchCache, listAt, type ResourceCache } from '../watch-cache.js';
 import { describe } from '../embedded.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
 import { leaseScript, writeScript } from './scripts.js';
@@ -310,6 +310,7 @@ class RedisStore implements Store {
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
     const st = await this.state(res);
     if (opts.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
+    if (opts.atRV !== undefined) return { items: listAt(st.rc, opts), resourceVersion: opts.atRV };
     return { items: st.rc.list(opts.cluster, opts.namespace), resourceVersion: st.rc.syncedRV };
   }
 
