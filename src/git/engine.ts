@@ -73,6 +73,13 @@ export type CommitResult =
   | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number }
   | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
 
+interface Built {
+  commit: string;
+  index: FolderIndex;
+  folderTree: string | undefined;
+  indexUpdates: Map<string, { blob: string; keys: string[] } | null>;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function naivePlural(kind: string): string {
@@ -152,10 +159,11 @@ export class GitEngine {
           const built = await this.build(repo, input, state.base, author, committer);
           if (!built) return { outcome: 'AlreadyPresent', sha: state.base, attempts: attempt };
           const objects = await repo.store.flush();
-          await repo.push(input.branch, state.tip, built, objects, async () => {
+          await repo.push(input.branch, state.tip, built.commit, objects, async () => {
             if (lease) await lease.fence();
           });
-          return { outcome: 'Committed', sha: built, attempts: attempt, objectsWritten: objects.length };
+          built.index.record(built.folderTree, built.indexUpdates);
+          return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length };
         } catch (e) {
           repo.store.discardStaged();
           const err = classifyError(e, repo.display);
@@ -182,8 +190,8 @@ export class GitEngine {
     return idx;
   }
 
-  /** Stages the new blobs, trees and commit; returns the commit oid, or undefined when nothing changes. */
-  private async build(repo: Repository, input: CommitInput, base: string | undefined, author: Signature, committer: Signature): Promise<string | undefined> {
+  /** Stages the new blobs, trees and commit; returns undefined when nothing changes. */
+  private async build(repo: Repository, input: CommitInput, base: string | undefined, author: Signature, committer: Signature): Promise<Built | undefined> {
     const store = repo.store;
     const folder = normalizeTargetPath(input.folder);
     const baseTree = base ? await store.commitTree(base) : undefined;
@@ -211,21 +219,29 @@ export class GitEngine {
     }
 
     const edits: FileEdits = new Map();
+    const indexUpdates: Built['indexUpdates'] = new Map();
     for (const [path, fe] of perFile) {
       const oldBlob = await blobAt(store, baseTree, path);
       const text = oldBlob ? (await store.readBlob(oldBlob)).toString('utf8') : undefined;
       const next = editFileText(text, fe);
       if (next === null) {
         if (oldBlob) edits.set(path, null);
+        indexUpdates.set(path, null);
         continue;
       }
       const blob = store.stage('blob', Buffer.from(next, 'utf8'));
       if (blob !== oldBlob) edits.set(path, blob);
+      // What the file holds now, as editFileText builds it: its identities minus the deletes plus the writes.
+      const gone = new Set(fe.deletes.map(identityKey));
+      const keys = index.keysIn(path).filter((k) => !gone.has(k));
+      for (const w of fe.writes) if (!keys.includes(identityKey(identityOf(w)))) keys.push(identityKey(identityOf(w)));
+      indexUpdates.set(path, { blob, keys });
     }
     if (edits.size === 0) return undefined;
     const tree = await applyEdits(store, baseTree, edits);
     if (tree === baseTree) return undefined;
-    return store.stage('commit', serializeCommit({ tree, parents: base ? [base] : [], author, committer, message: input.message }));
+    const commit = store.stage('commit', serializeCommit({ tree, parents: base ? [base] : [], author, committer, message: input.message }));
+    return { commit, index, folderTree: await treeAt(store, tree, folder), indexUpdates };
   }
 }
 

@@ -41,6 +41,20 @@ export class FolderIndex {
     this.treeOid = oid;
   }
 
+  /**
+   * Records a commit this engine just made on top of the indexed tree, without reading back what
+   * it wrote: `files` maps each changed path to its new identity keys (null: file removed).
+   */
+  record(folderTree: string | undefined, files: Map<string, { blob: string; keys: string[] } | null>): void {
+    for (const [path, info] of files) {
+      this.removeFile(path);
+      if (!info || !YAML_FILE.test(path)) continue;
+      this.files.set(path, info);
+      for (const k of info.keys) if (!this.byKey.has(k)) this.byKey.set(k, path);
+    }
+    this.treeOid = folderTree;
+  }
+
   private async diff(oldOid: string | undefined, newOid: string | undefined, dir: string): Promise<void> {
     if (oldOid === newOid) return;
     const oldEntries = oldOid ? await this.store.readTree(oldOid) : [];

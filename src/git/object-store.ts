@@ -1,9 +1,14 @@
 // Reads objects through isomorphic-git (loose or packed, with its pack cache) and stages new ones
 // in memory until the commit is complete; parsed trees are cached by oid because a tree's content
 // never changes, so a 10,000-entry folder tree is parsed once, not on every commit.
-import fs from 'node:fs';
+import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
+import { FileSystem } from 'isomorphic-git/models';
 import { hashObject, parseTree, serializeTree, writeObjects, type ObjectType, type PendingObject, type TreeEntry } from './objects.js';
+
+// Wrapped once: isomorphic-git otherwise re-probes the fs flavour (a file read) on every call.
+export const gitFs = new FileSystem(nodeFs) as unknown as typeof nodeFs;
+const fs = gitFs;
 
 const TREE_CACHE_ENTRIES = 400_000; // total tree entries kept parsed (~100 bytes each)
 

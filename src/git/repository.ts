@@ -2,13 +2,12 @@
 // `file://`) is written directly and its branch moved with git's own lock-file protocol; an HTTP
 // remote gets a cached bare clone under <data-dir>/cache, fetched before each batch, and pushes
 // whose old value the server checks under its ref lock (the compare-and-swap).
-import fs from 'node:fs';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import git, { type HttpClient } from 'isomorphic-git';
 import { GitEngineError, classifyError } from './errors.js';
-import { ObjectStore } from './object-store.js';
+import { ObjectStore, gitFs as fs } from './object-store.js';
 import type { PendingObject } from './objects.js';
 import { ZERO_OID, discoverReceivePack, sendReceivePack, type Advertisement } from './receive-pack.js';
 import { authorizationHeader, displayURL, type GitCredentials, type RepositoryLocation } from './repository-url.js';
@@ -94,8 +93,8 @@ export class LocalRepository implements Repository {
         throw new GitEngineError('Conflict', `refs/heads/${branch} of ${this.display} moved to ${current ?? '(deleted)'}`, true);
       }
       await fence();
+      // Like git's own ref updates, no fsync (core.fsync leaves refs alone by default).
       await fh.write(`${commit}\n`);
-      await fh.sync();
       await fh.close();
       fh = undefined;
       await rename(lockPath, refPath);
