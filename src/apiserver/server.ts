@@ -3,6 +3,7 @@
 // handlers. `buildServer` assembles everything without listening, so tests can inject requests.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TLSSocket } from 'node:tls';
+import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
@@ -150,10 +151,25 @@ interface Ctx {
   metrics: ServerMetrics;
 }
 
+// The peer chain of a connection never changes, so it is read once per connection. Over HTTP/2
+// `req.raw.socket` is a new proxy per stream; the session object is what stays the same.
+const chainByConnection = new WeakMap<object, X509Certificate[] | null>();
+
+function peerChain(req: FastifyRequest): X509Certificate[] | undefined {
+  const raw = req.raw as unknown as { socket?: TLSSocket; stream?: { session?: object } };
+  const conn: object | undefined = raw.stream?.session ?? raw.socket;
+  if (!conn) return undefined;
+  const known = chainByConnection.get(conn);
+  if (known !== undefined) return known ?? undefined;
+  const socket = raw.socket;
+  const chain = socket && typeof socket.getPeerCertificate === 'function' ? peerChainFromSocket(socket) : undefined;
+  chainByConnection.set(conn, chain ?? null);
+  return chain;
+}
+
 async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
-  const socket = (req.raw as unknown as { socket: TLSSocket }).socket;
   const res = await ctx.cfg.authenticator.authenticate({
-    peerChain: socket && typeof socket.getPeerCertificate === 'function' ? peerChainFromSocket(socket) : undefined,
+    peerChain: peerChain(req),
     headers: req.headers,
     rawHeaders: req.raw.rawHeaders,
   });

@@ -72,8 +72,27 @@ export function subjectValues(c: X509Certificate, key: 'CN' | 'O'): string[] {
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
+// A connection's chain is parsed once (peerChainFromSocket), so its certificate objects are reused
+// by every request on it: derive the user and the fingerprint once per certificate object.
+const userByCert = new WeakMap<X509Certificate, UserInfo>();
+const printByCert = new WeakMap<X509Certificate, string>();
+
 export function userFromCertificate(leaf: X509Certificate): UserInfo {
-  return { username: subjectValues(leaf, 'CN')[0] ?? '', groups: subjectValues(leaf, 'O') };
+  let u = userByCert.get(leaf);
+  if (!u) {
+    u = Object.freeze({ username: subjectValues(leaf, 'CN')[0] ?? '', groups: Object.freeze(subjectValues(leaf, 'O')) as string[] }) as UserInfo;
+    userByCert.set(leaf, u);
+  }
+  return u;
+}
+
+function fingerprint(c: X509Certificate): string {
+  let f = printByCert.get(c);
+  if (f === undefined) {
+    f = c.fingerprint256;
+    printByCert.set(c, f);
+  }
+  return f;
 }
 
 /** Holds the current CA bundle of one trust purpose; swapped atomically on rotation. */
@@ -126,7 +145,7 @@ export class ChainVerifier {
 
   verify(chain: X509Certificate[], now = Date.now()): string | undefined {
     let key = '';
-    for (const c of chain) key += c.fingerprint256;
+    for (const c of chain) key += fingerprint(c);
     const hit = this.cache.get(key);
     if (hit && hit.generation === this.ca.generation && hit.expires > now) return hit.error;
     const error = this.ca.roots().length === 0 ? 'no CA configured' : verifyClientChain(chain, this.ca.roots(), now);
