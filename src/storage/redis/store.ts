@@ -168,13 +168,25 @@ class RedisStore implements Store {
           if (again.length !== members.length || again.some((c) => !members.includes(c))) continue;
           const rv = Number(out[0] ?? 0);
           const objects: [ObjectKey, KubeObject][] = [];
+          const byField = new Map<string, KubeObject>();
           members.forEach((c, i) => {
-            for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) objects.push([parseObjectField(c, f), JSON.parse(json)]);
+            for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) {
+              const obj = JSON.parse(json) as KubeObject;
+              objects.push([parseObjectField(c, f), obj]);
+              byField.set(`${c}\u0000${f}`, obj);
+            }
           });
           const entries = (out[2 + members.length] as Raw[]).map(decodeEntry).reverse();
+          // History and current objects share instances where they are the same state, so a fresh
+          // process does not hold two parsed copies of every recently written object.
+          const lastByField = new Map<string, KubeObject>();
           const history: StoreEvent[] = entries.map((e) => {
-            const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object: JSON.parse(e.json) };
-            if (e.prevJson && e.type !== 'ADDED') ev.prevObject = JSON.parse(e.prevJson);
+            const k = `${e.cluster}\u0000${e.field}`;
+            const cur = byField.get(k);
+            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? cur : (JSON.parse(e.json) as KubeObject);
+            const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object };
+            if (e.prevJson && e.type !== 'ADDED') ev.prevObject = lastByField.get(k) ?? JSON.parse(e.prevJson);
+            lastByField.set(k, object);
             return ev;
           });
           st.rc.reset(objects, rv, history, entries[0]?.prevLog ?? 0);
