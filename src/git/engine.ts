@@ -9,6 +9,8 @@ import type { HttpClient } from 'isomorphic-git';
 import type { KubeObject } from '../storage/types.js';
 import { GitEngineError, classifyError } from './errors.js';
 import { FolderIndex } from './folder-index.js';
+import { IdentityCache } from './identity-cache.js';
+import { createHash } from 'node:crypto';
 import { createHttpClient } from './http-client.js';
 import { BranchLease, branchLeaseName, type LeaseProvider } from './lease.js';
 import { editFileText, groupOf, identityKey, identityOf, type FileEdit, type ObjectIdentity } from './manifest-yaml.js';
@@ -99,6 +101,7 @@ export class GitEngine {
   private readonly http: HttpClient;
   private readonly repos = new Map<string, Repository>();
   private readonly indexes = new Map<string, FolderIndex>();
+  private readonly identityCaches = new Map<string, IdentityCache>();
   private readonly locks = new Map<string, Promise<unknown>>();
   readonly holder: string;
 
@@ -169,8 +172,10 @@ export class GitEngine {
           const err = classifyError(e, repo.display);
           if (!err.retryable) throw err;
           // Exponential backoff with jitter, so racing writers spread out instead of colliding again.
-          const wait = Math.min(delay, maxDelay) * (0.5 + Math.random());
-          if (Date.now() + wait > deadline) {
+          // The last wait is cut short so one final attempt happens at the deadline.
+          const remaining = deadline - Date.now();
+          const wait = Math.min(Math.min(delay, maxDelay) * (0.5 + Math.random()), remaining);
+          if (remaining <= 0) {
             const what = err.reason === 'Conflict' ? 'the branch kept moving' : 'still failing';
             throw new GitEngineError(err.reason, `${err.message} (${what}; gave up after ${attempt} attempts)`);
           }
@@ -186,7 +191,14 @@ export class GitEngine {
   private folderIndex(repo: Repository, folder: string): FolderIndex {
     const key = `${repo.key}\0${folder}`;
     let idx = this.indexes.get(key);
-    if (!idx) this.indexes.set(key, (idx = new FolderIndex(repo.store, folder)));
+    if (!idx) {
+      let cache = this.identityCaches.get(repo.key);
+      if (!cache) {
+        const name = createHash('sha256').update(repo.key).digest('hex').slice(0, 24);
+        this.identityCaches.set(repo.key, (cache = new IdentityCache(join(this.opts.dataDir, 'cache', 'identities', `${name}.log`))));
+      }
+      this.indexes.set(key, (idx = new FolderIndex(repo.store, cache, folder)));
+    }
     return idx;
   }
 

@@ -5,6 +5,7 @@
 import { isTreeMode } from './objects.js';
 import type { ObjectStore } from './object-store.js';
 import { identitiesInText, identityKey } from './manifest-yaml.js';
+import type { IdentityCache } from './identity-cache.js';
 
 const YAML_FILE = /\.ya?ml$/;
 
@@ -22,6 +23,7 @@ export class FolderIndex {
 
   constructor(
     private readonly store: ObjectStore,
+    private readonly identities: IdentityCache,
     /** repository-relative folder ('' = root) */
     readonly folder: string,
   ) {}
@@ -46,6 +48,7 @@ export class FolderIndex {
    * it wrote: `files` maps each changed path to its new identity keys (null: file removed).
    */
   record(folderTree: string | undefined, files: Map<string, { blob: string; keys: string[] } | null>): void {
+    this.identities.add([...files.values()].filter((i): i is { blob: string; keys: string[] } => !!i).map((i) => [i.blob, i.keys]));
     for (const [path, info] of files) {
       this.removeFile(path);
       if (!info || !YAML_FILE.test(path)) continue;
@@ -82,8 +85,11 @@ export class FolderIndex {
   private async setFile(path: string, blob: string): Promise<void> {
     this.removeFile(path);
     if (!YAML_FILE.test(path)) return;
-    const text = (await this.store.readBlob(blob)).toString('utf8');
-    const keys = identitiesInText(text).map(identityKey);
+    let keys = this.identities.get(blob);
+    if (!keys) {
+      keys = identitiesInText((await this.store.readBlob(blob)).toString('utf8')).map(identityKey);
+      this.identities.add([[blob, keys]]);
+    }
     this.files.set(path, { blob, keys });
     for (const k of keys) if (!this.byKey.has(k)) this.byKey.set(k, path);
   }

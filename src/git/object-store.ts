@@ -18,6 +18,7 @@ export class ObjectStore {
   private readonly trees = new Map<string, TreeEntry[]>();
   private treeEntryCount = 0;
   private pending = new Map<string, PendingObject>();
+  private readonly commitTrees = new Map<string, string>();
 
   constructor(readonly gitdir: string) {}
 
@@ -38,9 +39,14 @@ export class ObjectStore {
 
   /** The tree oid of a commit. */
   async commitTree(oid: string): Promise<string> {
+    const known = this.commitTrees.get(oid);
+    if (known) return known;
     const staged = this.pending.get(oid);
     const content = staged ? staged.content : await this.readRaw(oid, 'commit');
-    return content.toString('latin1', 5, 45);
+    const tree = content.toString('latin1', 5, 45);
+    if (this.commitTrees.size > 1000) this.commitTrees.clear();
+    this.commitTrees.set(oid, tree);
+    return tree;
   }
 
   async readBlob(oid: string): Promise<Buffer> {
@@ -70,6 +76,7 @@ export class ObjectStore {
   stage(type: ObjectType, content: Buffer): string {
     const oid = hashObject(type, content);
     if (!this.pending.has(oid)) this.pending.set(oid, { type, oid, content });
+    if (type === 'commit') this.commitTrees.set(oid, content.toString('latin1', 5, 45));
     return oid;
   }
 

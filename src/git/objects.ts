@@ -123,11 +123,16 @@ let tmpCounter = 0;
 
 // Synchronous on purpose: a handful of small files per commit cost less than the thread-pool
 // round trips of their async versions; large batches go to writePack instead.
+const knownDirs = new Set<string>();
+
 export function writeLoose(gitdir: string, o: PendingObject): void {
   const dir = join(gitdir, 'objects', o.oid.slice(0, 2));
   const file = join(dir, o.oid.slice(2));
-  if (existsSync(file)) return;
-  mkdirSync(dir, { recursive: true });
+  if (!knownDirs.has(dir)) {
+    mkdirSync(dir, { recursive: true });
+    if (knownDirs.size > 100_000) knownDirs.clear();
+    knownDirs.add(dir);
+  } else if (existsSync(file)) return;
   // A big tree is mostly SHA-1 bytes that do not compress; storing it (level 0, still valid zlib)
   // saves most of the commit's CPU time in a 10,000-file folder. `git gc` repacks it with deltas.
   const level = o.type === 'tree' && o.content.length > 65_536 ? 0 : 1;
