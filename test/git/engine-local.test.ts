@@ -1,7 +1,7 @@
 // local: and file:// repositories, and the packfile path for large batches, checked with git.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitEngine, GitEngineError } from '../../src/git/index.js';
@@ -61,4 +61,24 @@ test('invalid input is refused before anything is written', async (t) => {
   for (const bad of [{ branch: 'a..b' }, { folder: '../up' }, { repository: { url: 'ssh://h/r.git' } }]) {
     await assert.rejects(engine.commit({ ...base, ...bad }), (e: unknown) => e instanceof GitEngineError && e.reason === 'Invalid');
   }
+});
+
+test('a branch that stays locked gives up after the retry budget with Conflict', async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir, retryTimeoutMs: 600, retryInitialDelayMs: 50 });
+  const commit = (v: string) =>
+    engine.commit({ repository: { url: 'local:held' }, branch: 'main', folder: '.', changes: [{ op: 'write', object: configMap('a', 'n', { v }) }], author: alice, message: v });
+  assert.equal((await commit('1')).outcome, 'Committed');
+  // Another writer (a git CLI, say) holds the ref lock and never lets go.
+  writeFileSync(join(dir, 'git', 'held.git', 'refs', 'heads', 'main.lock'), '');
+  const started = Date.now();
+  await assert.rejects(commit('2'), (e: unknown) => {
+    assert.ok(e instanceof GitEngineError);
+    assert.equal(e.reason, 'Conflict');
+    assert.match(e.message, /locked by another writer.*gave up after \d+ attempts/);
+    return true;
+  });
+  assert.ok(Date.now() - started >= 600);
+  rmSync(join(dir, 'git', 'held.git', 'refs', 'heads', 'main.lock'));
+  assert.equal((await commit('2')).outcome, 'Committed');
 });
