@@ -2,6 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startRedis } from '../support/redis.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitEngine, GitEngineError, type LeaseProvider } from '../../src/git/index.js';
@@ -97,6 +100,31 @@ async function race(t: import('node:test').TestContext, withLease: boolean) {
 }
 
 test('two writers racing for one branch with the lease: one at a time, no lost write', (t) => race(t, true));
+
+test('two processes racing for one branch, lease in Redis: one writer at a time, no lost write', async (t) => {
+  const { server, newDataDir, creds } = await setup(t);
+  const redis = await startRedis();
+  t.after(() => redis.stop());
+  server.createBareRepo('procs');
+  const N = 6;
+  const writer = fileURLToPath(new URL('./fixtures/race-writer.js', import.meta.url));
+  const run = (holder: string) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [writer], {
+        env: { ...process.env, REDIS_URL: redis.url, REPO_URL: server.url('procs'), GIT_USER: creds.username, GIT_PASS: creds.password, HOLDER: holder, COMMITS: String(N), DATA_DIR: newDataDir() },
+      }, (err, stdout, stderr) => (err ? reject(new Error(`${holder}: ${err.message}\n${stderr}`)) : resolve(stdout))),
+    );
+  const outputs = await Promise.all([run('proc-a'), run('proc-b')]);
+  const holds = outputs.flatMap((o) => o.trim().split('\n').map((l) => JSON.parse(l) as { acquired?: number; released?: number; done?: number }));
+  assert.deepEqual(holds.filter((h) => h.done !== undefined).map((h) => h.done), [N, N]);
+  const intervals = holds.filter((h) => h.acquired !== undefined).sort((a, b) => a.acquired! - b.acquired!);
+  assert.equal(intervals.length, 2 * N);
+  for (let i = 1; i < intervals.length; i++) assert.ok(intervals[i].acquired! >= intervals[i - 1].released!, 'two processes held the lease at once');
+  const c = await cloneAndCheck(server.authURL('procs'), 'main');
+  t.after(c.cleanup);
+  assert.equal(c.files.length, 2 * N, 'no lost write');
+  assert.equal(c.log.length, 2 * N);
+});
 
 test('two writers racing without a lease: the push compare-and-swap alone loses nothing', (t) => race(t, false));
 

@@ -125,6 +125,8 @@ export async function startGitServer(opts: { username?: string; password?: strin
     createBareRepo(name, initialBranch = 'main') {
       const dir = join(root, `${name}.git`);
       execFileSync('git', ['init', '--quiet', '--bare', `--initial-branch=${initialBranch}`, dir]);
+      // No background `git gc --auto` after pushes: it only adds noise to timings in tests.
+      execFileSync('git', ['config', 'receive.autogc', 'false'], { cwd: dir });
       return dir;
     },
     stop,
