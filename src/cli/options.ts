@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
+import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/index.js';
 
 export class FlagError extends Error {}
 
@@ -27,6 +28,8 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
+  { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
+  { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
   { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
 ];
 
@@ -44,6 +47,7 @@ export interface ServeOptions {
   kubeconfig?: string;
   minRequestTimeoutSeconds: number;
   logLevel: LogLevel;
+  committer: { name: string; email: string };
   authn: AuthnOptions;
   authz: AuthzOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
@@ -113,6 +117,11 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   }
   const dataDir = resolve(values['data-dir']!);
+  const committer = { name: values['committer-name']!.trim(), email: values['committer-email']!.trim() };
+  if (committer.name === '' || /[<>\n\r\x00]/.test(committer.name)) {
+    throw new FlagError('--committer-name: must be non-empty without "<", ">" or line breaks');
+  }
+  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(committer.email)) throw new FlagError(`--committer-email: must be an email address, got ${JSON.stringify(committer.email)}`);
   const securePort = int(values, 'secure-port', 1, 65535);
   const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
   const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
@@ -137,6 +146,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     kubeconfig: values['kubeconfig'],
     minRequestTimeoutSeconds,
     logLevel,
+    committer,
     authn: auth.authn,
     authz: auth.authz,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),

@@ -9,9 +9,12 @@ import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
+import { GitEngine } from '../git/index.js';
 
 export interface Running {
   server: BuiltServer;
+  /** The git engine controllers commit through (one writer per branch via leases in the store). */
+  git: GitEngine;
   url: string;
   stop(): Promise<void>;
 }
@@ -50,6 +53,12 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
   });
+  const git = new GitEngine({
+    dataDir: opts.dataDir,
+    committerName: opts.committer.name,
+    committerEmail: opts.committer.email,
+    lease: store,
+  });
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -82,6 +91,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   let stopped = false;
   return {
     server,
+    git,
     url,
     async stop() {
       if (stopped) return;
