@@ -8,6 +8,7 @@ import { identitiesInText, identityKey } from './manifest-yaml.js';
 import type { IdentityCache } from './identity-cache.js';
 
 const YAML_FILE = /\.ya?ml$/;
+const READ_CONCURRENCY = 64;
 
 interface FileInfo {
   blob: string;
@@ -39,7 +40,22 @@ export class FolderIndex {
   /** Brings the index to the folder tree `oid` (undefined: the folder does not exist). */
   async update(oid: string | undefined): Promise<void> {
     if (oid === this.treeOid) return;
-    await this.diff(this.treeOid, oid, this.folder);
+    const changed: Array<[string, string]> = [];
+    await this.diff(this.treeOid, oid, this.folder, changed);
+    // Read changed files concurrently: on first contact with a big folder this is every file,
+    // and one-at-a-time reads spend most of their time waiting on the file system.
+    const yaml = changed.filter(([path]) => YAML_FILE.test(path));
+    const keys: string[][] = new Array(yaml.length);
+    const learned: Array<[string, string[]]> = [];
+    for (let i = 0; i < yaml.length; i += READ_CONCURRENCY) {
+      await Promise.all(yaml.slice(i, i + READ_CONCURRENCY).map(async ([, blob], j) => (keys[i + j] = await this.keysOf(blob, learned))));
+    }
+    // Applied in tree order, so which of two files claiming one identity wins does not depend on timing.
+    yaml.forEach(([path, blob], i) => {
+      this.files.set(path, { blob, keys: keys[i] });
+      for (const k of keys[i]) if (!this.byKey.has(k)) this.byKey.set(k, path);
+    });
+    this.identities.add(learned);
     this.treeOid = oid;
   }
 
@@ -58,7 +74,7 @@ export class FolderIndex {
     this.treeOid = folderTree;
   }
 
-  private async diff(oldOid: string | undefined, newOid: string | undefined, dir: string): Promise<void> {
+  private async diff(oldOid: string | undefined, newOid: string | undefined, dir: string, changed: Array<[string, string]>): Promise<void> {
     if (oldOid === newOid) return;
     const oldEntries = oldOid ? await this.store.readTree(oldOid) : [];
     const newEntries = newOid ? await this.store.readTree(newOid) : [];
@@ -71,27 +87,27 @@ export class FolderIndex {
       const before = oldByName.get(name);
       if (before === e.oid) continue;
       const path = dir ? `${dir}/${e.path}` : e.path;
-      if (tree) await this.diff(before, e.oid, path);
-      else if (e.mode !== '160000' && e.mode !== '120000') await this.setFile(path, e.oid);
+      if (tree) await this.diff(before, e.oid, path, changed);
+      else if (e.mode !== '160000' && e.mode !== '120000') {
+        this.removeFile(path);
+        changed.push([path, e.oid]);
+      }
     }
     for (const [name, before] of oldByName) {
       if (seen.has(name)) continue;
       const path = dir ? `${dir}/${name.replace(/\/$/, '')}` : name.replace(/\/$/, '');
-      if (name.endsWith('/')) await this.diff(before, undefined, path);
+      if (name.endsWith('/')) await this.diff(before, undefined, path, changed);
       else this.removeFile(path);
     }
   }
 
-  private async setFile(path: string, blob: string): Promise<void> {
-    this.removeFile(path);
-    if (!YAML_FILE.test(path)) return;
+  private async keysOf(blob: string, learned: Array<[string, string[]]>): Promise<string[]> {
     let keys = this.identities.get(blob);
     if (!keys) {
       keys = identitiesInText((await this.store.readBlob(blob)).toString('utf8')).map(identityKey);
-      this.identities.add([[blob, keys]]);
+      learned.push([blob, keys]);
     }
-    this.files.set(path, { blob, keys });
-    for (const k of keys) if (!this.byKey.has(k)) this.byKey.set(k, path);
+    return keys;
   }
 
   private removeFile(path: string): void {

@@ -82,3 +82,22 @@ test('a branch that stays locked gives up after the retry budget with Conflict',
   rmSync(join(dir, 'git', 'held.git', 'refs', 'heads', 'main.lock'));
   assert.equal((await commit('2')).outcome, 'Committed');
 });
+
+test('an object a human moved to another file is edited where it now lives', async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir });
+  const commit = (v: string) =>
+    engine.commit({ repository: { url: 'local:moved' }, branch: 'main', folder: 'f', changes: [{ op: 'write', object: configMap('a', 'n', { v }), resource: 'configmaps' }], author: alice, message: v });
+  await commit('1');
+  const work = mkdtempSync(join(tmpdir(), 'git-work-'));
+  t.after(() => rmSync(work, { recursive: true, force: true }));
+  const bare = join(dir, 'git', 'moved.git');
+  await git(work, 'clone', '--quiet', bare, 'w');
+  const w = join(work, 'w');
+  await git(w, 'mv', 'f/n/configmaps/a.yaml', 'f/everything.yaml');
+  await git(w, '-c', 'user.name=Human', '-c', 'user.email=h@example.com', 'commit', '--quiet', '-m', 'move');
+  await git(w, 'push', '--quiet', 'origin', 'HEAD:main');
+  assert.equal((await commit('2')).outcome, 'Committed');
+  assert.equal((await git(bare, 'ls-tree', '-r', '--name-only', 'main')).trim(), 'f/everything.yaml');
+  assert.match(await git(bare, 'show', 'main:f/everything.yaml'), /v: "2"/);
+});
