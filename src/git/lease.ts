@@ -41,11 +41,19 @@ export class BranchLease {
   /** Waits (with backoff) until the lease is ours, or throws Conflict at the deadline. */
   static async acquire(provider: LeaseProvider, name: string, holder: string, ttlMs: number, deadline: number): Promise<BranchLease> {
     let delay = 20;
+    let storeError: unknown;
     for (;;) {
-      const lease = await provider.acquireLease(name, holder, ttlMs);
-      if (lease) return new BranchLease(provider, name, holder, lease.token, ttlMs);
+      try {
+        const lease = await provider.acquireLease(name, holder, ttlMs);
+        if (lease) return new BranchLease(provider, name, holder, lease.token, ttlMs);
+        storeError = undefined;
+      } catch (e) {
+        // The store may be down for a moment: keep trying until the deadline, then say so.
+        storeError = e;
+      }
       if (Date.now() + delay > deadline) {
-        throw new GitEngineError('Conflict', `another writer holds the lease ${name}; gave up waiting`, true);
+        if (storeError) throw new GitEngineError('Unreachable', `cannot take the write lease ${name}: the store failed (${(storeError as Error).message ?? storeError})`);
+        throw new GitEngineError('Conflict', `another writer holds the lease ${name}; gave up waiting`);
       }
       await sleep(delay * (0.5 + Math.random()));
       delay = Math.min(delay * 2, 1000);
@@ -54,7 +62,9 @@ export class BranchLease {
 
   /** The fencing check: throws LeaseLost unless our token is still the current one. */
   async fence(): Promise<void> {
-    if (this.lost || !(await this.provider.checkLease(this.name, this.token))) {
+    // Fail closed: a lease we cannot verify is treated as lost.
+    const current = !this.lost && (await this.provider.checkLease(this.name, this.token).catch(() => false));
+    if (!current) {
       this.lost = true;
       throw new GitEngineError('LeaseLost', `lost the write lease ${this.name} (token ${this.token}); stopped before pushing`);
     }
