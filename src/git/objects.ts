@@ -123,23 +123,35 @@ let tmpCounter = 0;
 
 // Synchronous on purpose: a handful of small files per commit cost less than the thread-pool
 // round trips of their async versions; large batches go to writePack instead.
-const knownDirs = new Set<string>();
+const fannedOut = new Set<string>();
+
+// All 256 fan-out directories are made once per repository and process: creating a directory is
+// the slowest step of writing a loose object, and a commit's few objects land in random ones.
+function ensureFanout(gitdir: string): void {
+  if (fannedOut.has(gitdir)) return;
+  for (let i = 0; i < 256; i++) mkdirSync(join(gitdir, 'objects', i.toString(16).padStart(2, '0')), { recursive: true });
+  fannedOut.add(gitdir);
+}
 
 export function writeLoose(gitdir: string, o: PendingObject): void {
+  ensureFanout(gitdir);
   const dir = join(gitdir, 'objects', o.oid.slice(0, 2));
   const file = join(dir, o.oid.slice(2));
-  if (!knownDirs.has(dir)) {
-    mkdirSync(dir, { recursive: true });
-    if (knownDirs.size > 100_000) knownDirs.clear();
-    knownDirs.add(dir);
-  } else if (existsSync(file)) return;
+  if (existsSync(file)) return;
   // A big tree is mostly SHA-1 bytes that do not compress; storing it (level 0, still valid zlib)
   // saves most of the commit's CPU time in a 10,000-file folder. `git gc` repacks it with deltas.
   const level = o.type === 'tree' && o.content.length > 65_536 ? 0 : 1;
   const data = deflateSync(Buffer.concat([Buffer.from(`${o.type} ${o.content.length}\0`), o.content]), { level });
   // Write then rename, so a crash never leaves a truncated object under its final name.
   const tmp = join(dir, `tmp_obj_${process.pid}_${++tmpCounter}`);
-  writeFileSync(tmp, data, { mode: 0o444 });
+  try {
+    writeFileSync(tmp, data, { mode: 0o444 });
+  } catch (e) {
+    // `git prune` removes empty fan-out directories, possibly after we made them.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(tmp, data, { mode: 0o444 });
+  }
   renameSync(tmp, file);
 }
 
