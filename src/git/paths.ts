@@ -44,8 +44,3 @@ export function canonicalPath(input: CanonicalPathInput): string {
   const segments = [normalizeTargetPath(input.path), input.namespace || '_cluster', input.group ?? '', input.resource, `${input.name}.yaml`];
   return segments.filter((s) => s !== '').join('/');
 }
-
-/** Joins repository-relative path parts, dropping empty ones. */
-export function joinRepoPath(...parts: string[]): string {
-  return parts.filter((p) => p !== '').join('/');
-}

@@ -183,6 +183,7 @@ test('a wrong password is a clear AuthFailed error without a retry storm', async
     (e: unknown) => e instanceof GitEngineError && e.reason === 'AuthFailed' && /authentication .* failed \(HTTP 401\)/.test(e.message),
   );
   assert.equal(server.requests.length - before, 1);
+  assert.equal((await git(join(server.root, 'locked.git'), 'for-each-ref')).trim(), '', 'nothing pushed');
 });
 
 test('server down: bounded retries, a clear Unreachable error, and the write lands once it is back', async (t) => {

@@ -49,7 +49,7 @@ test('200 commits in a row', async (t) => {
   t.after(c.cleanup);
   assert.equal(c.log.length, 200);
   assert.equal(c.log[0], 'Alice Doe <alice@example.com>|reverser-apiserver <reverser-apiserver@localhost>|commit 199');
-  assert.equal(c.files.length, 20);
+  assert.deepEqual(c.files, Array.from({ length: 20 }, (_, i) => `apps/ns/configmaps/cm-${i}.yaml`).sort());
   assert.match(await c.read('apps/ns/configmaps/cm-19.yaml'), /round: "199"/);
 });
 
@@ -91,7 +91,7 @@ async function race(t: import('node:test').TestContext, withLease: boolean) {
   );
   const c = await cloneAndCheck(server.authURL('race'), 'main');
   t.after(c.cleanup);
-  assert.equal(c.files.length, 2 * N, 'no lost write');
+  assert.deepEqual(c.files, Array.from({ length: 2 * N }, (_, i) => `ns/configmaps/w${i % 2}-${Math.floor(i / 2)}.yaml`).sort(), 'no lost write');
   assert.equal(c.log.length, 2 * N);
   // Linear history: every commit has exactly one parent except the root.
   const lines = (await git(c.dir, 'log', '--format=%H %p')).trim().split('\n');
@@ -122,8 +122,9 @@ test('two processes racing for one branch, lease in Redis: one writer at a time,
   for (let i = 1; i < intervals.length; i++) assert.ok(intervals[i].acquired! >= intervals[i - 1].released!, 'two processes held the lease at once');
   const c = await cloneAndCheck(server.authURL('procs'), 'main');
   t.after(c.cleanup);
-  assert.equal(c.files.length, 2 * N, 'no lost write');
+  assert.deepEqual(c.files, Array.from({ length: 2 * N }, (_, i) => `ns/configmaps/proc-${i % 2 ? 'b' : 'a'}-${Math.floor(i / 2)}.yaml`).sort(), 'no lost write');
   assert.equal(c.log.length, 2 * N);
+  assert.deepEqual(c.log.map((l) => l.split('|')[0]).sort(), [...Array(N).fill('proc-a <proc-a@example.com>'), ...Array(N).fill('proc-b <proc-b@example.com>')]);
 });
 
 test('two writers racing without a lease: the push compare-and-swap alone loses nothing', (t) => race(t, false));
