@@ -201,7 +201,7 @@ test('server down: bounded retries, a clear Unreachable error, and the write lan
     return true;
   });
   const took = Date.now() - started;
-  assert.ok(took >= 1_000 && took < 3_000, `gave up after ${took} ms`);
+  assert.ok(took >= 1_500 && took < 5_000, `gave up after ${took} ms`); // the budget, plus one last attempt
   await server.start();
   const r = await engine.commit(pending);
   assert.equal(r.outcome, 'Committed');
