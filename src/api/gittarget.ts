@@ -4,7 +4,15 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ConditionsSchema, LocalObjectReferenceSchema, ObjectMetaSchema } from './meta.js';
 import { type FieldError, forbiddenField, invalidValue } from './field-errors.js';
-import { validateRepositoryURL, validateTargetPath, normalizeTargetPath } from './git-rules.js';
+// The git engine is the authority on what it can write to; its pure rule modules (no I/O) are shared.
+import { validateRepositoryURL } from '../git/repository-url.js';
+import { validateTargetPath } from '../git/paths.js';
+
+/** Drops trailing slashes ("tenants/a/" → "tenants/a"); "." stays the root. */
+function normalizeTargetPath(path: string): string {
+  const trimmed = path.replace(/\/+$/, '');
+  return trimmed === '' ? path : trimmed;
+}
 
 const IMMUTABLE_DESTINATION = 'field is immutable; delete and recreate the GitTarget to change its destination';
 const IMMUTABLE_SOURCE = 'field is immutable; delete and recreate the GitTarget to change the cluster it mirrors';
