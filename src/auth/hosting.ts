@@ -4,7 +4,9 @@
 // authorization path costs one request on a warm connection and nothing else.
 import http from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+// Type-only at load time: the library costs ~70 MB of memory, so it is imported (below) only when a
+// hosting cluster is actually configured.
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { HostingClusterOptions } from './options.js';
 
 export class HostingError extends Error {
@@ -33,7 +35,8 @@ export class HostingClient {
   ) {}
 
   static async create(opts: HostingClusterOptions): Promise<HostingClient> {
-    const kc = new KubeConfig();
+    const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
+    const kc = new KubeConfigClass();
     if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
     else kc.loadFromCluster();
     const cluster = kc.getCurrentCluster();
