@@ -12,6 +12,7 @@ import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
+import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
@@ -50,15 +51,17 @@ const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
   let signalShutdown!: () => void;
+  const metrics = cfg.metrics ?? createServerMetrics();
+  const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
-    store: cfg.store,
+    store,
     log,
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
     activeWatches: { count: 0 },
   };
   const registries = new Map<string, Registry>();
-  for (const def of RESOURCES) registries.set(def.plural, new Registry(def, cfg.store, cfg.hooks?.[def.plural]));
+  for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
   const discovery: DiscoveryDocs = buildDiscovery(GROUP, VERSION, RESOURCES, cfg.version);
   const openapi = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
@@ -111,7 +114,6 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
   app.setNotFoundHandler((_req, reply) => sendStatus(reply, status.methodNotAllowed().status));
 
-  const metrics = cfg.metrics ?? createServerMetrics();
   state.metrics = metrics;
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
