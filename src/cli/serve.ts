@@ -1,6 +1,6 @@
 // `reverser-apiserver serve`: options → config → server, then listen. Nothing imports this module.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
@@ -86,7 +86,9 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
       }),
       { mode: 0o600 },
     );
-    process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${kubeconfig} get gittargets -A\n`);
+    const rel = relative(process.cwd(), kubeconfig);
+    const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
+    process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
   let stopped = false;
   return {
