@@ -11,6 +11,9 @@ import type { HandlerContext } from './context.js';
 import { listItems } from './read.js';
 import { jsonOf } from '../respond.js';
 
+/** Bytes a watch may have queued for a client that does not read before the server ends it. */
+export const MAX_UNFLUSHED_BYTES = 32 * 1024 * 1024;
+
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
 export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<void> {
@@ -56,8 +59,17 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     else return jsonEventLine(type, obj as KubeObject); // bytes shared by every watcher
     return `${JSON.stringify({ type, object: o })}\n`;
   };
+  // A client that stops reading must not make the server buffer without bound: past the limit the
+  // watch ends (as kube-apiserver's watch cache does for a blocked watcher) and the client re-lists.
+  let unflushed = 0;
   const write = (line: string | Buffer) => {
-    if (!closed) raw.write(line);
+    if (closed) return;
+    if (raw.write(line)) return;
+    unflushed += line.length;
+    if (unflushed > MAX_UNFLUSHED_BYTES) {
+      h.state.log.warn('ending a watch whose client does not read', { resource: def.plural, bufferedBytes: unflushed });
+      finish();
+    }
   };
   const finish = () => {
     if (closed) return;
@@ -73,6 +85,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
     write(encode('BOOKMARK', { kind: def.kind, apiVersion: h.registry.apiVersion, metadata }));
   };
+  raw.on('drain', () => (unflushed = 0));
   raw.on('close', finish);
   raw.on('error', finish);
 

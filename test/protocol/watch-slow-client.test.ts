@@ -1,0 +1,51 @@
+// A watch client that stops reading cannot make the server buffer without bound: the server ends
+// that watch (the client would re-list) and keeps serving everyone else.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { gitTarget, ns, pool, startServer, type StartedServer } from '../support/server.js';
+
+let server: StartedServer;
+before(async () => {
+  server = await startServer();
+});
+after(() => server?.stop());
+
+test('a watcher that never reads is ended once its backlog passes the limit; the server stays up', async () => {
+  const res = await server.stream(`${ns('slow')}?watch=true`);
+  assert.equal(res.statusCode, 200);
+  res.pause(); // never read: TCP and then the server's buffers fill up
+  let ended = false;
+  res.on('close', () => (ended = true));
+  res.on('end', () => (ended = true));
+
+  // ~200 KB per event: 260 events (~52 MB) exceed the 32 MB limit plus what the kernel buffers.
+  const big = 'x'.repeat(200 * 1024);
+  await pool(
+    Array.from({ length: 260 }, (_, i) => i),
+    8,
+    async (i) => {
+      const body = gitTarget(`big-${i}`, 'slow');
+      body.metadata.annotations = { 'example.com/blob': big };
+      const r = await server.request('POST', ns('slow'), { body });
+      assert.equal(r.status, 201, r.text);
+    },
+  );
+  const deadline = Date.now() + 15_000;
+  while (!server.stderr().includes('ending a watch whose client does not read')) {
+    assert.ok(Date.now() < deadline, `the server did not end the stalled watch; stderr: ${server.stderr().slice(-500)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(server.alive());
+  assert.equal((await server.get('/healthz')).text, 'ok');
+  // Draining now reaches the end of the stream: the server closed it.
+  res.resume();
+  const until = Date.now() + 15_000;
+  while (!ended) {
+    assert.ok(Date.now() < until, 'the stalled watch stream was not closed');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // Everyone else is still served.
+  const list = await server.get(`${ns('slow')}?limit=1`);
+  assert.equal(list.status, 200);
+  assert.equal(list.body.metadata.remainingItemCount, 259);
+});
