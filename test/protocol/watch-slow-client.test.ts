@@ -49,3 +49,42 @@ test('a watcher that never reads is ended once its backlog passes the limit; the
   assert.equal(list.status, 200);
   assert.equal(list.body.metadata.remainingItemCount, 259);
 });
+
+test('a large initial state (over the backlog limit) reaches a client that reads, at its pace', async () => {
+  const big = 'y'.repeat(200 * 1024);
+  await pool(
+    Array.from({ length: 200 }, (_, i) => i),
+    8,
+    async (i) => {
+      const body = gitTarget(`init-${i}`, 'initial');
+      body.metadata.annotations = { 'example.com/blob': big };
+      const r = await server.request('POST', ns('initial'), { body });
+      assert.equal(r.status, 201, r.text);
+    },
+  );
+  const res = await server.stream(`${ns('initial')}?watch=true&resourceVersion=0`);
+  let buf = '';
+  let added = 0;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${added} of 200 ADDED events arrived`)), 30_000);
+    res.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const ev = JSON.parse(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+        if (ev.type === 'ADDED') added++;
+        if (added === 200) {
+          clearTimeout(timer);
+          res.destroy();
+          resolve();
+        }
+      }
+      // Read slowly: the server must wait for the client, not drop it.
+      res.pause();
+      setTimeout(() => res.resume(), 1);
+    });
+    res.on('end', () => reject(new Error(`stream ended after ${added} ADDED events`)));
+  });
+  assert.equal(added, 200);
+});

@@ -89,7 +89,21 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   raw.on('close', finish);
   raw.on('error', finish);
 
-  for (const obj of initial) write(encode('ADDED', obj));
+  // The initial state can be large: write it at the client's pace (live events are not subscribed
+  // yet; the store replays them from fromRV afterwards).
+  for (const obj of initial) {
+    if (closed) return;
+    if (!raw.write(encode('ADDED', obj))) await new Promise<void>((resolve) => {
+      const done = () => {
+        raw.off('drain', done);
+        raw.off('close', done);
+        resolve();
+      };
+      raw.on('drain', done);
+      raw.on('close', done);
+    });
+  }
+  if (closed) return;
   if (opts.sendInitialEvents) bookmark(fromRV, true);
 
   const onEvent = (ev: StoreEvent) => {
