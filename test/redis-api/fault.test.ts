@@ -2,18 +2,23 @@
 // Retry-After, the server never answers 500 and never exits, and recovers without a restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startRedis } from '../support/redis.js';
-import { gitTarget, NS, startServer, until } from './servers.js';
+import { gitTarget, ns, startServer } from '../support/server.js';
+
+const NS = ns('team-a');
+
+async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, recovery', async (t) => {
   const redis = await startRedis({ appendonly: true });
   t.after(() => redis.stop());
-  const certDir = mkdtempSync(join(tmpdir(), 'reverser-certs-'));
-  t.after(() => rmSync(certDir, { recursive: true, force: true }));
-  const s = await startServer({ redisUrl: redis.url, certDir });
+  const s = await startServer(['--storage=redis', `--redis-url=${redis.url}`]);
   t.after(() => s.stop());
 
   const acknowledged = new Set<string>();
@@ -24,12 +29,12 @@ test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, 
     while (!stop) {
       const name = `w${w}-${n++}`;
       const started = Date.now();
-      const r = await s.request('POST', NS, gitTarget(name));
+      const r = await s.request('POST', NS, { body: gitTarget(name, 'team-a') });
       assert.ok(Date.now() - started < 10_000, 'no request hangs past 10 s');
       codes.set(r.status, (codes.get(r.status) ?? 0) + 1);
       if (r.status === 201) acknowledged.add(name);
       else {
-        assert.equal(r.status, 503, `unexpected ${r.status}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.status, 503, `unexpected ${r.status}: ${r.text}`);
         assert.equal(r.body.reason, 'ServiceUnavailable');
         assert.ok(r.headers['retry-after'], 'Retry-After is set');
         await new Promise((res) => setTimeout(res, 50));
@@ -43,7 +48,7 @@ test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, 
   await until(() => (codes.get(503) ?? 0) >= before + 8, 20_000, 'failed writes during the outage');
   const ready = await s.request('GET', '/readyz?verbose');
   assert.equal(ready.status, 500);
-  assert.match(String(ready.body), /\[-\]storage failed: /);
+  assert.match(ready.text, /\[-\]storage failed: /);
   await redis.restart();
   const atRestart = acknowledged.size;
   await until(() => acknowledged.size >= atRestart + 40, 30_000, 'writes after Redis returned');
@@ -51,10 +56,10 @@ test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, 
   await Promise.all(writers);
 
   assert.equal(codes.get(500) ?? 0, 0, 'never a 500');
-  assert.equal(s.exited(), false, 'the server never exited');
-  const list = await s.request('GET', NS);
+  assert.ok(s.alive(), 'the server never exited');
+  const list = await s.get(NS);
   assert.equal(list.status, 200);
   const stored = new Set<string>(list.body.items.map((o: any) => o.metadata.name));
   for (const name of acknowledged) assert.ok(stored.has(name), `acknowledged write ${name} is present`);
-  assert.equal((await s.request('GET', '/readyz')).status, 200);
+  assert.equal((await s.get('/readyz')).status, 200);
 });

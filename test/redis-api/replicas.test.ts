@@ -1,57 +1,74 @@
 // Several server processes on one Redis behave as one API server (storage issue, "two-process test").
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedis } from '../support/redis.js';
-import { gitTarget, NS, startServer, until } from './servers.js';
+import { gitTarget, ns, startServer, watch, type EventReader, type StartedServer } from '../support/server.js';
 
-test('two processes on one Redis: same event sequence, read-your-writes across replicas', async (t) => {
+const NS = ns('team-a');
+
+/** Two servers on one fresh Redis, sharing a dev CA so one admin certificate works on both. */
+async function replicas(t: TestContext): Promise<[StartedServer, StartedServer]> {
   const redis = await startRedis();
   t.after(() => redis.stop());
   const certDir = mkdtempSync(join(tmpdir(), 'reverser-certs-'));
   t.after(() => rmSync(certDir, { recursive: true, force: true }));
-  const a = await startServer({ redisUrl: redis.url, certDir });
+  const args = ['--storage=redis', `--redis-url=${redis.url}`, `--cert-dir=${certDir}`];
+  const a = await startServer(args);
   t.after(() => a.stop());
-  const b = await startServer({ redisUrl: redis.url, certDir });
+  const b = await startServer(args); // starts after A generated the certificates
   t.after(() => b.stop());
+  return [a, b];
+}
 
-  const list = await a.request('GET', NS);
+async function take(reader: EventReader, n: number): Promise<any[]> {
+  const out: any[] = [];
+  const deadline = setTimeout(() => reader.close(), 30_000);
+  while (out.length < n) {
+    const ev = await reader.next();
+    if (ev === undefined) break;
+    out.push(ev);
+  }
+  clearTimeout(deadline);
+  return out;
+}
+
+test('two processes on one Redis: same event sequence, read-your-writes across replicas', async (t) => {
+  const [a, b] = await replicas(t);
+  const list = await a.get(NS);
   assert.equal(list.status, 200);
   const from = list.body.metadata.resourceVersion;
-  const wa = a.watch(`${NS}?watch=true&resourceVersion=${from}`);
-  const wb = b.watch(`${NS}?watch=true&resourceVersion=${from}`);
+  const wa = await watch(a, `${NS}?watch=true&resourceVersion=${from}`);
+  const wb = await watch(b, `${NS}?watch=true&resourceVersion=${from}`);
   t.after(() => {
-    wa.stop();
-    wb.stop();
+    wa.close();
+    wb.close();
   });
 
-  // 1,000 interleaved writes: 250 creates, each followed by updates, alternating A and B,
-  // 8 objects in flight at a time.
+  // 1,000 interleaved writes: 250 creates, each followed by 3 updates, alternating A and B,
+  // 8 objects in flight at a time; after every update a GET through the other replica.
   const servers = [a, b];
   let writes = 0;
   let crossChecks = 0;
   const worker = async (w: number) => {
     for (let i = w; i < 250; i += 8) {
       const name = `gt-${i}`;
-      const via = servers[i % 2]!;
-      const other = servers[(i + 1) % 2]!;
-      const created = await via.request('POST', NS, gitTarget(name));
-      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const created = await servers[i % 2]!.request('POST', NS, { body: gitTarget(name, 'team-a') });
+      assert.equal(created.status, 201, created.text);
       writes++;
       let current = created.body;
       for (let u = 0; u < 3; u++) {
         const writer = servers[(i + u + 1) % 2]!;
+        const reader = writer === a ? b : a;
         const next = structuredClone(current);
         next.metadata.labels = { round: String(u) };
-        const updated = await writer.request('PUT', `${NS}/${name}`, next);
-        assert.equal(updated.status, 200, JSON.stringify(updated.body));
+        const updated = await writer.request('PUT', `${NS}/${name}`, { body: next });
+        assert.equal(updated.status, 200, updated.text);
         writes++;
         current = updated.body;
-        // A GET through the other replica right after the acknowledged write sees it.
-        const reader = writer === via ? other : via;
-        const got = await reader.request('GET', `${NS}/${name}`);
+        const got = await reader.get(`${NS}/${name}`);
         assert.equal(got.status, 200);
         assert.equal(got.body.metadata.resourceVersion, current.metadata.resourceVersion);
         assert.deepEqual(got.body.metadata.labels, { round: String(u) });
@@ -63,38 +80,28 @@ test('two processes on one Redis: same event sequence, read-your-writes across r
   assert.equal(writes, 1000);
   assert.equal(crossChecks, 750);
 
-  await until(() => wa.events.length >= 1000 && wb.events.length >= 1000, 20_000, 'both watches to see 1,000 events').catch((e) => {
-    const types = (evs: typeof wa.events) => JSON.stringify(evs.reduce((m: Record<string, number>, e) => ((m[e.type] = (m[e.type] ?? 0) + 1), m), {}));
-    throw new Error(`${(e as Error).message}: A saw ${wa.events.length} ${types(wa.events)}, B saw ${wb.events.length} ${types(wb.events)}; last A ${JSON.stringify(wa.events.at(-1))?.slice(0, 300)}`);
-  });
-  const rvs = (evs: typeof wa.events) => evs.map((e) => `${e.type}:${e.object.metadata.name}:${e.object.metadata.resourceVersion}`);
-  assert.equal(wa.events.length, 1000);
-  assert.deepEqual(rvs(wa.events), rvs(wb.events));
-  const numbers = wa.events.map((e) => Number(e.object.metadata.resourceVersion));
-  for (let i = 1; i < numbers.length; i++) assert.ok(numbers[i]! > numbers[i - 1]!, 'resourceVersions strictly increase');
-  assert.equal(wa.events.filter((e) => e.type === 'ADDED').length, 250);
-  assert.equal(wa.events.filter((e) => e.type === 'MODIFIED').length, 750);
+  const [ea, eb] = await Promise.all([take(wa, 1000), take(wb, 1000)]);
+  const seq = (evs: any[]) => evs.map((e) => `${e.type}:${e.object.metadata.name}:${e.object.metadata.resourceVersion}`);
+  assert.equal(ea.length, 1000, `A saw ${ea.length} events`);
+  assert.deepEqual(seq(ea), seq(eb));
+  const rvs = ea.map((e) => Number(e.object.metadata.resourceVersion));
+  for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i]! > rvs[i - 1]!, 'resourceVersions strictly increase');
+  assert.equal(ea.filter((e) => e.type === 'ADDED').length, 250);
+  assert.equal(ea.filter((e) => e.type === 'MODIFIED').length, 750);
 });
 
 test('50 clients racing on one object with resourceVersion preconditions: one winner per round', async (t) => {
-  const redis = await startRedis();
-  t.after(() => redis.stop());
-  const certDir = mkdtempSync(join(tmpdir(), 'reverser-certs-'));
-  t.after(() => rmSync(certDir, { recursive: true, force: true }));
-  const a = await startServer({ redisUrl: redis.url, certDir });
-  t.after(() => a.stop());
-  const b = await startServer({ redisUrl: redis.url, certDir });
-  t.after(() => b.stop());
-  const created = await a.request('POST', NS, gitTarget('contended'));
-  assert.equal(created.status, 201);
+  const [a, b] = await replicas(t);
+  const created = await a.request('POST', NS, { body: gitTarget('contended', 'team-a') });
+  assert.equal(created.status, 201, created.text);
   const winners: string[] = [];
   for (let round = 0; round < 5; round++) {
-    const cur = (await a.request('GET', `${NS}/contended`)).body;
+    const cur = (await a.get(`${NS}/contended`)).body;
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, c) => {
         const next = structuredClone(cur);
         next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [`winner-${round}`]: `client-${c}` };
-        return (c % 2 ? a : b).request('PUT', `${NS}/contended`, next).then((r) => ({ c, r }));
+        return (c % 2 ? a : b).request('PUT', `${NS}/contended`, { body: next }).then((r) => ({ c, r }));
       }),
     );
     const ok = results.filter((x) => x.r.status === 200);
@@ -104,6 +111,6 @@ test('50 clients racing on one object with resourceVersion preconditions: one wi
     for (const x of conflicts) assert.equal(x.r.body.reason, 'Conflict');
     winners.push(`client-${ok[0]!.c}`);
   }
-  const final = (await b.request('GET', `${NS}/contended`)).body;
+  const final = (await b.get(`${NS}/contended`)).body;
   for (let round = 0; round < 5; round++) assert.equal(final.metadata.annotations[`winner-${round}`], winners[round]);
 });

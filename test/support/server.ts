@@ -108,7 +108,9 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
     rmSync(dataDir, { recursive: true, force: true });
     throw e;
   }
-  const certs = join(dataDir, 'certs');
+  // Servers started with a shared --cert-dir share the dev CA and admin certificate (replicas).
+  const certDirArg = extraArgs.find((a) => a.startsWith('--cert-dir='));
+  const certs = certDirArg ? certDirArg.slice('--cert-dir='.length) : join(dataDir, 'certs');
   const ca = readFileSync(join(certs, 'ca.crt'), 'utf8');
   const cert = readFileSync(join(certs, 'admin.crt'), 'utf8');
   const key = readFileSync(join(certs, 'admin.key'), 'utf8');
