@@ -42,6 +42,30 @@ function unknownFields(schema: Schema | undefined, value: unknown, path: string,
   }
 }
 
+/** Schema keyword marking a retired field; its value says what replaces it. */
+export const RETIRED = 'x-reverser-retired';
+
+/**
+ * A retired field stays in the schema for a release and is refused whenever it is present, whatever
+ * fieldValidation says, with a message naming its replacement: users asked that a removed field
+ * fail loudly instead of being pruned while the object stays Ready.
+ */
+function retiredFields(schema: Schema | undefined, value: unknown, path: string, out: FieldError[]): void {
+  if (!schema || value === null || value === undefined) return;
+  if (typeof schema[RETIRED] === 'string') {
+    out.push(forbiddenField(path, `field is retired: ${schema[RETIRED]}`));
+    return;
+  }
+  if (typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (schema.items) value.forEach((v, i) => retiredFields(schema.items, v, `${path}[${i}]`, out));
+    return;
+  }
+  for (const [key, child] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
+    if (key in (value as object)) retiredFields(child, (value as any)[key], joinPath(path, key), out);
+  }
+}
+
 function instanceToField(instancePath: string): string {
   return instancePath
     .split('/')
@@ -122,9 +146,10 @@ export function compileSchema(schema: TSchema): SchemaValidator {
   const fn: ValidateFunction = ajv.compile(plain);
   return {
     validate(obj, mode) {
+      const errors: FieldError[] = [];
+      retiredFields(plain, obj, '', errors);
       const unknown: string[] = [];
       unknownFields(plain, obj, '', unknown, true);
-      const errors: FieldError[] = [];
       const warnings: string[] = [];
       if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
       if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
