@@ -4,6 +4,8 @@ import { stringify as toYAML } from 'yaml';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
 
+// Bodies go out as Buffers: fastify then leaves Content-Type exactly as set (for strings it appends
+// `; charset=utf-8` and re-quotes parameters, e.g. the aggregated-discovery media type).
 export function send(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): FastifyReply {
   if (warnings.length) {
     reply.header(
@@ -11,8 +13,8 @@ export function send(reply: FastifyReply, code: number, body: unknown, output: O
       warnings.map((w) => `299 - ${JSON.stringify(w)}`),
     );
   }
-  if (output === 'yaml') return reply.code(code).type('application/yaml').send(toYAML(body));
-  return reply.code(code).type('application/json').send(JSON.stringify(body));
+  if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(toYAML(body)));
+  return reply.code(code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body)));
 }
 
 // Objects handed out by the store are immutable by contract (src/storage/types.ts; the watch cache
@@ -37,15 +39,15 @@ export function listJSON(head: Record<string, unknown>, items: object[]): string
 
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
   if (warnings.length) reply.header('warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
-  return reply.code(code).type('application/json').send(text);
+  return reply.code(code).header('content-type', 'application/json').send(Buffer.from(text));
 }
 
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  return reply.code(status.code).type('application/json').send(JSON.stringify(status));
+  return reply.code(status.code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(status)));
 }
 
 export function sendRaw(reply: FastifyReply, code: number, contentType: string, body: Buffer | string, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  return reply.code(code).type(contentType).send(body);
+  return reply.code(code).header('content-type', contentType).send(typeof body === 'string' ? Buffer.from(body) : body);
 }
