@@ -39,17 +39,21 @@ function decodeContinue(s: string): ContinueToken {
   throw status.badRequest('continue key is not valid: the token is malformed; start a new list without the continue parameter');
 }
 
-export function sortKey(cluster: string, namespace: string, name: string): string {
-  return `${cluster}\u0000${namespace}\u0000${name}`;
-}
 
 function bool(q: URLSearchParams, k: string): boolean {
   const v = (q.get(k) ?? '').toLowerCase();
   return v === 'true' || v === '1';
 }
 
+const selectorKeys = new WeakMap<ResourceDefinition, Set<string>>();
+
 export function fieldSelectorKeys(def: ResourceDefinition): Set<string> {
-  return new Set(['metadata.name', 'metadata.namespace', ...Object.keys(def.selectableFields)]);
+  let keys = selectorKeys.get(def);
+  if (!keys) {
+    keys = new Set(['metadata.name', 'metadata.namespace', ...Object.keys(def.selectableFields)]);
+    selectorKeys.set(def, keys);
+  }
+  return keys;
 }
 
 export function parseListOptions(q: URLSearchParams, def: ResourceDefinition): ListOptions {

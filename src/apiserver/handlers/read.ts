@@ -5,7 +5,8 @@ import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
 import { negotiate } from '../negotiation.js';
 import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
-import { encodeContinue, matches, parseListOptions, sortKey, type ListOptions } from '../list-options.js';
+import { encodeContinue, matches, parseListOptions, type ListOptions } from '../list-options.js';
+import { objectMapKey } from '../../storage/keys.js';
 import type { HandlerContext } from './context.js';
 import { requestContext } from './context.js';
 import { serveWatch } from './watch.js';
@@ -22,15 +23,22 @@ export async function handleGet(h: HandlerContext): Promise<void> {
   else send(h.reply, 200, obj, output);
 }
 
+/**
+ * The store's own map key of a listed object: lists are sorted by it, so continue tokens carry it.
+ * Objects outside the default cluster carry their logical cluster in `kcp.io/cluster`.
+ */
+function listKey(o: KubeObject): string {
+  const m = o.metadata;
+  return objectMapKey({ cluster: m.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER, namespace: m.namespace ?? '', name: m.name ?? '' });
+}
+
 /** Index of the first item whose key sorts after `start` (items are sorted by key). */
 function firstAfter(items: KubeObject[], start: string): number {
   let lo = 0;
   let hi = items.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const m = items[mid]!.metadata;
-    const k = sortKey(String(m.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER), m.namespace ?? '', m.name ?? '');
-    if (k <= start) lo = mid + 1;
+    if (listKey(items[mid]!) <= start) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -51,10 +59,9 @@ export async function handleList(h: HandlerContext): Promise<void> {
   if (opts.continueToken) start = firstAfter(items, opts.continueToken.start);
   if (opts.limit > 0 && items.length - start > opts.limit) {
     page = items.slice(start, start + opts.limit);
-    const last = page[page.length - 1]!.metadata;
     cont = encodeContinue({
       rv: opts.continueToken?.rv ?? listRV,
-      start: sortKey(String(last.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER), last.namespace ?? '', last.name ?? ''),
+      start: listKey(page[page.length - 1]!),
     });
     remaining = items.length - start - opts.limit;
   } else if (start > 0) page = items.slice(start);
