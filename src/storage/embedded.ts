@@ -7,6 +7,7 @@ import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
 import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, type LeaseState } from './lease.js';
 import {
   StorageError,
+  describeObject,
   type KubeObject,
   type Lease,
   type ListOptions,
@@ -142,7 +143,7 @@ class EmbeddedStore implements Store {
   async create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
     this.writable();
     const rc = this.rc(res);
-    if (rc.get(key)) throw new StorageError('AlreadyExists', `${describe(res, key)} already exists`);
+    if (rc.get(key)) throw new StorageError('AlreadyExists', `${describeObject(res, key)} already exists`);
     return this.write(res, rc, 'ADDED', key, obj);
   }
 
@@ -162,10 +163,10 @@ class EmbeddedStore implements Store {
 
   private precondition(res: ResourceRef, rc: ResourceCache, key: ObjectKey, expectedRV?: number): KubeObject {
     const cur = rc.get(key);
-    if (!cur) throw new StorageError('NotFound', `${describe(res, key)} not found`);
+    if (!cur) throw new StorageError('NotFound', `${describeObject(res, key)} not found`);
     const curRV = storedRV(cur);
     if (expectedRV !== undefined && curRV !== expectedRV) {
-      throw new StorageError('Conflict', `${describe(res, key)} has resourceVersion ${curRV}, not ${expectedRV}`, curRV);
+      throw new StorageError('Conflict', `${describeObject(res, key)} has resourceVersion ${curRV}, not ${expectedRV}`, curRV);
     }
     return cur;
   }
@@ -237,9 +238,3 @@ class EmbeddedStore implements Store {
   }
 }
 
-export function describe(res: ResourceRef, key: ObjectKey): string {
-  const gr = res.group ? `${res.resource}.${res.group}` : res.resource;
-  const ns = key.namespace ? `${key.namespace}/` : '';
-  const cl = key.cluster ? ` (cluster ${key.cluster})` : '';
-  return `${gr} "${ns}${key.name}"${cl}`;
-}

@@ -173,3 +173,11 @@ export class StorageError extends Error {
     this.name = 'StorageError';
   }
 }
+
+/** `gittargets.configbutler.ai "ns/name" (cluster c)`, for StorageError messages of every backend. */
+export function describeObject(res: ResourceRef, key: ObjectKey): string {
+  const gr = res.group ? `${res.resource}.${res.group}` : res.resource;
+  const ns = key.namespace ? `${key.namespace}/` : '';
+  const cl = key.cluster ? ` (cluster ${key.cluster})` : '';
+  return `${gr} "${ns}${key.name}"${cl}`;
+}

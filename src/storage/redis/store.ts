@@ -6,6 +6,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { RedisKeys, objectField, parseObjectField, resourceId } from '../keys.js';
 import {
   StorageError,
+  describeObject,
   type KubeObject,
   type Lease,
   type ListOptions,
@@ -19,7 +20,6 @@ import {
   type WatchOptions,
 } from '../types.js';
 import { WatchCache, listAt, type ResourceCache } from '../watch-cache.js';
-import { describe } from '../embedded.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
 import { leaseScript, writeScript } from './scripts.js';
 
@@ -348,7 +348,7 @@ class RedisStore implements Store {
     } catch (err) {
       throw this.unavailable(err);
     }
-    const what = describe(res, key);
+    const what = describeObject(res, key);
     if (r[0] === 'exists') throw new StorageError('AlreadyExists', `${what} already exists`);
     if (r[0] === 'notfound') throw new StorageError('NotFound', `${what} not found`);
     if (r[0] === 'conflict') {
