@@ -1,6 +1,6 @@
 // CommitRequest: a one-shot "save" that closes a GitTarget's pending changes into one commit.
 import { Type } from '@sinclair/typebox';
-import { ConditionsSchema, LocalObjectReferenceSchema, ObjectMetaSchema } from './meta.js';
+import { ConditionsSchema, LocalObjectReferenceSchema, kindSchema } from './meta.js';
 import { type FieldError, invalidValue } from './field-errors.js';
 
 export const MESSAGE_MAX = 1024;
@@ -60,19 +60,7 @@ export const CommitRequestStatusSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const CommitRequestSchema = Type.Object(
-  {
-    apiVersion: Type.Optional(Type.String({ description: 'APIVersion defines the versioned schema of this representation of an object.' })),
-    kind: Type.Optional(Type.String({ description: 'Kind is a string value representing the REST resource this object represents.' })),
-    metadata: Type.Optional(ObjectMetaSchema),
-    spec: CommitRequestSpecSchema,
-    status: Type.Optional(CommitRequestStatusSchema),
-  },
-  {
-    additionalProperties: false,
-    description: "CommitRequest closes a GitTarget's pending changes into one commit with a message and an author.",
-  },
-);
+export const CommitRequestSchema = kindSchema(CommitRequestSpecSchema, CommitRequestStatusSchema, "CommitRequest closes a GitTarget's pending changes into one commit with a message and an author.");
 
 // Newlines (and the CR of CRLF) are allowed; every other C0 control and DEL is refused.
 const FORBIDDEN_CONTROL = /[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/;

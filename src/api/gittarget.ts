@@ -2,7 +2,7 @@
 // mirror into it. Schema (types, validation, OpenAPI), defaults, the server's own rules and the
 // printer columns live here.
 import { Type, type Static } from '@sinclair/typebox';
-import { ConditionsSchema, LocalObjectReferenceSchema, ObjectMetaSchema } from './meta.js';
+import { ConditionsSchema, kindSchema } from './meta.js';
 import { type FieldError, forbiddenField, invalidValue } from './field-errors.js';
 // The git engine is the authority on what it can write to; its pure rule modules (no I/O) are shared.
 import { validateRepositoryURL } from '../git/repository-url.js';
@@ -151,19 +151,7 @@ export const GitTargetStatusSchema = Type.Object(
   { additionalProperties: false, description: 'GitTargetStatus is the observed state.' },
 );
 
-export const GitTargetSchema = Type.Object(
-  {
-    apiVersion: Type.Optional(Type.String({ description: 'APIVersion defines the versioned schema of this representation of an object.' })),
-    kind: Type.Optional(Type.String({ description: 'Kind is a string value representing the REST resource this object represents.' })),
-    metadata: Type.Optional(ObjectMetaSchema),
-    spec: GitTargetSpecSchema,
-    status: Type.Optional(GitTargetStatusSchema),
-  },
-  {
-    additionalProperties: false,
-    description: 'GitTarget is a Git destination (repository, branch, folder) and the objects of a source cluster mirrored into it.',
-  },
-);
+export const GitTargetSchema = kindSchema(GitTargetSpecSchema, GitTargetStatusSchema, 'GitTarget is a Git destination (repository, branch, folder) and the objects of a source cluster mirrored into it.');
 export type GitTargetSpec = Static<typeof GitTargetSpecSchema>;
 
 function dig(obj: unknown, ...path: string[]): unknown {
