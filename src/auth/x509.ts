@@ -174,15 +174,12 @@ export class X509Authenticator implements Authenticator {
   }
 }
 
-const chainBySocket = new WeakMap<TLSSocket, X509Certificate[] | null>();
-
 /**
- * The peer chain of a TLS connection, leaf first, memoised per socket (it cannot change on a
- * connection, and getPeerCertificate(true) is costly). Undefined when no certificate was sent.
+ * The peer chain of a TLS connection, leaf first; undefined when no certificate was sent. Costly
+ * (getPeerCertificate(true) plus parsing): callers read it once per connection (the API server
+ * keeps it per TLS socket / HTTP/2 session).
  */
 export function peerChainFromSocket(socket: TLSSocket): X509Certificate[] | undefined {
-  const known = chainBySocket.get(socket);
-  if (known !== undefined) return known ?? undefined;
   const out: X509Certificate[] = [];
   const peer = socket.getPeerCertificate?.(true);
   const seen = new Set<string>();
@@ -192,6 +189,5 @@ export function peerChainFromSocket(socket: TLSSocket): X509Certificate[] | unde
     out.push(new X509Certificate(c.raw));
     c = c.issuerCertificate as typeof peer | undefined;
   }
-  chainBySocket.set(socket, out.length > 0 ? out : null);
   return out.length > 0 ? out : undefined;
 }
