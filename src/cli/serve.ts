@@ -9,12 +9,15 @@ import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
-import { GitEngine } from '../git/index.js';
+import type { GitEngine } from '../git/index.js';
 
 export interface Running {
   server: BuiltServer;
-  /** The git engine controllers commit through (one writer per branch via leases in the store). */
-  git: GitEngine;
+  /**
+   * The git engine controllers commit through (one writer per branch via leases in the store).
+   * Loaded on first use: nothing commits until a controller does, and isomorphic-git costs ~18 MB.
+   */
+  git(): Promise<GitEngine>;
   url: string;
   stop(): Promise<void>;
 }
@@ -53,12 +56,12 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
   });
-  const git = new GitEngine({
-    dataDir: opts.dataDir,
-    committerName: opts.committer.name,
-    committerEmail: opts.committer.email,
-    lease: store,
-  });
+  let engine: Promise<GitEngine> | undefined;
+  const git = () =>
+    (engine ??= import('../git/index.js').then(
+      ({ GitEngine }) =>
+        new GitEngine({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+    ));
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
