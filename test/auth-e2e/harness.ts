@@ -2,7 +2,7 @@
 // authorization end-to-end tests, and talks to it over HTTPS with client certificates or via kubectl.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import https from 'node:https';
-import net from 'node:net';
+import { freePort } from '../support/net.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,16 +24,8 @@ export function tempDir(t: TestContext, prefix: string): string {
   return dir;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+
+export { freePort };
 
 export interface HttpResult {
   status: number;

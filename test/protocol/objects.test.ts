@@ -2,7 +2,7 @@
 // update, status subresource, patch, delete) and the §9 decisions that concern them.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GV, TABLE_ACCEPT, gitTarget, ns, startServer, watch, type Response, type StartedServer } from '../support/server.js';
+import { GV, TABLE_ACCEPT, assertStatus, gitTarget, ns, startServer, watch, type Response, type StartedServer } from '../support/server.js';
 
 let server: StartedServer;
 before(async () => {
@@ -13,17 +13,6 @@ after(() => server?.stop());
 const G = 'gittargets.configbutler.ai';
 const OBJ_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again';
 
-function isStatus(r: Response, code: number, reason: string, message?: string | RegExp): void {
-  const ctx = `${r.status} ${r.text}`;
-  assert.equal(r.status, code, ctx);
-  assert.equal(r.body?.kind, 'Status', ctx);
-  assert.equal(r.body.apiVersion, 'v1', ctx);
-  assert.equal(r.body.status, 'Failure', ctx);
-  assert.equal(r.body.code, code, ctx);
-  assert.equal(r.body.reason, reason, ctx);
-  if (typeof message === 'string') assert.equal(r.body.message, message, ctx);
-  else if (message) assert.match(r.body.message, message, ctx);
-}
 const post = (namespace: string, body: unknown, query = '') => server.request('POST', `${ns(namespace)}${query}`, { body });
 const merge = (path: string, body: unknown) => server.request('PATCH', path, { contentType: 'application/merge-patch+json', body });
 const jsonPatch = (path: string, body: unknown) => server.request('PATCH', path, { contentType: 'application/json-patch+json', body });
@@ -51,7 +40,7 @@ describe('D. create', () => {
   });
   test('31: the same name again → 409 AlreadyExists', async () => {
     const r = await post('h1', gitTarget('demo', 'h1'));
-    isStatus(r, 409, 'AlreadyExists', `${G} "demo" already exists`);
+    assertStatus(r, 409, 'AlreadyExists', `${G} "demo" already exists`);
     assert.deepEqual(r.body.details, { name: 'demo', group: 'configbutler.ai', kind: 'gittargets' });
   });
   test('32: generateName', async () => {
@@ -66,14 +55,14 @@ describe('D. create', () => {
     const body = gitTarget('', 'h1');
     delete body.metadata.name;
     const r = await post('h1', body);
-    isStatus(r, 422, 'Invalid');
+    assertStatus(r, 422, 'Invalid');
     assert.ok(r.body.details.causes.some((c: any) => c.field === 'metadata.name' && c.reason === 'FieldValueRequired'), r.text);
   });
   test('34: a body namespace different from the URL → 400', async () => {
-    isStatus(await post('h1', gitTarget('x', 'other')), 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    assertStatus(await post('h1', gitTarget('x', 'other')), 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
   });
   test('35: a different apiVersion → 400', async () => {
-    isStatus(
+    assertStatus(
       await post('h1', { ...gitTarget('x', 'h1'), apiVersion: 'configbutler.ai/v2' }),
       400,
       'BadRequest',
@@ -83,13 +72,13 @@ describe('D. create', () => {
   test('36: metadata.resourceVersion on create → 400', async () => {
     const body = gitTarget('rv', 'h1');
     body.metadata.resourceVersion = '5';
-    isStatus(await post('h1', body), 400, 'BadRequest', 'resourceVersion should not be set on objects to be created');
+    assertStatus(await post('h1', body), 400, 'BadRequest', 'resourceVersion should not be set on objects to be created');
   });
   test('37: a missing required field → 422 with the cause', async () => {
     const body = gitTarget('bad', 'h1');
     delete body.spec.repository.url;
     const r = await post('h1', body);
-    isStatus(r, 422, 'Invalid', 'GitTarget.configbutler.ai "bad" is invalid: spec.repository.url: Required value');
+    assertStatus(r, 422, 'Invalid', 'GitTarget.configbutler.ai "bad" is invalid: spec.repository.url: Required value');
     assert.deepEqual(r.body.details, {
       name: 'bad',
       group: 'configbutler.ai',
@@ -107,7 +96,7 @@ describe('D. create', () => {
       const r = await post('h1', body, '?dryRun=All');
       assert.equal(r.status, 201, r.text);
       assert.match(r.body.metadata.name, /^dry-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
-      isStatus(await server.get(`${ns('h1')}/${r.body.metadata.name}`), 404, 'NotFound');
+      assertStatus(await server.get(`${ns('h1')}/${r.body.metadata.name}`), 404, 'NotFound');
       assert.equal((await server.get(ns('h1'))).body.metadata.resourceVersion, rv, 'no resourceVersion change');
       // The next event is the one for this later write, not the dry run.
       await created('h1', 'after-dry');
@@ -119,7 +108,7 @@ describe('D. create', () => {
   });
   test('39: dryRun=Yes → 422', async () => {
     const r = await post('h1', gitTarget('x', 'h1'), '?dryRun=Yes');
-    isStatus(r, 422, 'Invalid', /dryRun: Unsupported value: "Yes"/);
+    assertStatus(r, 422, 'Invalid', /dryRun: Unsupported value: "Yes"/);
   });
   test('40: fieldValidation Warn → 201 with a Warning header; Ignore → 201 pruned; Loud → 422', async () => {
     const body = gitTarget('warned', 'h1', { spec: { bogusField: 1 } });
@@ -131,7 +120,7 @@ describe('D. create', () => {
     assert.equal(i.status, 201, i.text);
     assert.equal(i.headers.warning, undefined);
     assert.equal(i.body.spec.bogusField, undefined);
-    isStatus(await post('h1', gitTarget('loud', 'h1'), '?fieldValidation=Loud'), 422, 'Invalid', /fieldValidation: Unsupported value: "Loud"/);
+    assertStatus(await post('h1', gitTarget('loud', 'h1'), '?fieldValidation=Loud'), 422, 'Invalid', /fieldValidation: Unsupported value: "Loud"/);
   });
   // Decided (issue: "an unknown field is a 422 naming it"): Strict answers 422 Invalid with one
   // cause per unknown field, where kube-apiserver answers 400 "strict decoding error"; docs/api.md.
@@ -168,10 +157,10 @@ describe('D. create', () => {
     assert.equal(r.body.status, undefined);
   });
   test('42: malformed JSON → 400', async () => {
-    isStatus(await server.request('POST', ns('h1'), { body: '{"kind":' }), 400, 'BadRequest');
+    assertStatus(await server.request('POST', ns('h1'), { body: '{"kind":' }), 400, 'BadRequest');
   });
   test('44: fieldManager over 128 characters → 422; without one, the User-Agent prefix is the manager', async () => {
-    isStatus(await post('h1', gitTarget('fm', 'h1'), `?fieldManager=${'m'.repeat(129)}`), 422, 'Invalid', /fieldManager: Too long/);
+    assertStatus(await post('h1', gitTarget('fm', 'h1'), `?fieldManager=${'m'.repeat(129)}`), 422, 'Invalid', /fieldManager: Too long/);
     const r = await server.request('POST', ns('h1'), { body: gitTarget('ua', 'h1'), headers: { 'user-agent': 'curl/8.5.0' } });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.metadata.managedFields[0].manager, 'curl');
@@ -200,7 +189,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
   });
   test('46: get of a missing object → 404 naming it', async () => {
     const r = await server.get(`${ns('e45')}/missing`);
-    isStatus(r, 404, 'NotFound', `${G} "missing" not found`);
+    assertStatus(r, 404, 'NotFound', `${G} "missing" not found`);
     assert.equal(r.body.details.kind, 'gittargets');
   });
   test('47: list → GitTargetList; an empty namespace has items []', async () => {
@@ -232,7 +221,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.deepEqual(await names('labelSelector=app%3Ddemo,!app'), []);
   });
   test('50: an unparsable label selector → 400', async () => {
-    isStatus(await server.get(`${ns('sel')}?labelSelector=a%3D%3D%3Db`), 400, 'BadRequest');
+    assertStatus(await server.get(`${ns('sel')}?labelSelector=a%3D%3D%3Db`), 400, 'BadRequest');
   });
   test('51: field selectors on name and namespace', async () => {
     assert.deepEqual(await names('fieldSelector=metadata.name%3Ddemo'), ['demo']);
@@ -241,7 +230,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.deepEqual(r.body.items.map((i: any) => i.metadata.namespace), ['sel', 'sel', 'sel']);
   });
   test('52: an unsupported field → 400 field label not supported', async () => {
-    isStatus(await server.get(`${ns('sel')}?fieldSelector=spec.url%3Dx`), 400, 'BadRequest', /field label not supported: spec\.url/);
+    assertStatus(await server.get(`${ns('sel')}?fieldSelector=spec.url%3Dx`), 400, 'BadRequest', /field label not supported: spec\.url/);
   });
   test('53: limit=2 over 5 objects: 2, 2, 1, union complete, no duplicates', async () => {
     for (const n of ['a', 'b', 'c', 'd', 'e']) await created('e53', n);
@@ -258,23 +247,23 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.deepEqual(got, ['a', 'b', 'c', 'd', 'e']);
   });
   test('54: continue=garbage → 400', async () => {
-    isStatus(await server.get(`${ns('e53')}?limit=2&continue=garbage`), 400, 'BadRequest');
+    assertStatus(await server.get(`${ns('e53')}?limit=2&continue=garbage`), 400, 'BadRequest');
   });
   test('55: resourceVersionMatch rules → 422 ListOptions Invalid', async () => {
-    isStatus(
+    assertStatus(
       await server.get(`${ns('e53')}?resourceVersionMatch=Exact`),
       422,
       'Invalid',
       'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided',
     );
-    isStatus(
+    assertStatus(
       await server.get(`${ns('e53')}?resourceVersion=0&resourceVersionMatch=Exact`),
       422,
       'Invalid',
       'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
     );
     const s = await server.get(`${ns('e53')}?sendInitialEvents=true`);
-    isStatus(s, 422, 'Invalid', /sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list/);
+    assertStatus(s, 422, 'Invalid', /sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list/);
   });
   test('55: resourceVersionMatch=NotOlderThan and Exact at the current resourceVersion are served', async () => {
     const cur = (await server.get(ns('e53'))).body.metadata.resourceVersion;
@@ -305,7 +294,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.ok(o.body.rows.every((row: any) => row.object.kind === 'GitTarget'));
     const n = await server.get(`${ns('sel')}?includeObject=None`, { accept: TABLE_ACCEPT });
     assert.ok(n.body.rows.every((row: any) => !('object' in row)));
-    isStatus(await server.get(`${ns('sel')}?includeObject=Bogus`, { accept: TABLE_ACCEPT }), 400, 'BadRequest');
+    assertStatus(await server.get(`${ns('sel')}?includeObject=Bogus`, { accept: TABLE_ACCEPT }), 400, 'BadRequest');
   });
   test('58: Table with limit=1 carries continue and remainingItemCount', async () => {
     const r = await server.get(`${ns('sel')}?limit=1`, { accept: TABLE_ACCEPT });
@@ -330,7 +319,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
       assert.equal(i.spec, undefined);
       assert.ok(i.metadata.uid);
     }
-    isStatus(await server.get(ns('sel'), { accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' }), 406, 'NotAcceptable');
+    assertStatus(await server.get(ns('sel'), { accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' }), 406, 'NotAcceptable');
     const one = await server.get(`${ns('sel')}/demo`, { accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' });
     assert.equal(one.body.kind, 'PartialObjectMetadata');
     assert.equal(one.body.metadata.name, 'demo');
@@ -343,7 +332,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(gc.body.kind, 'PartialObjectMetadataList');
   });
   test('61: protobuf alone → 406; protobuf then JSON → JSON', async () => {
-    isStatus(await server.get(ns('sel'), { accept: 'application/vnd.kubernetes.protobuf' }), 406, 'NotAcceptable');
+    assertStatus(await server.get(ns('sel'), { accept: 'application/vnd.kubernetes.protobuf' }), 406, 'NotAcceptable');
     const r = await server.get(ns('sel'), { accept: 'application/vnd.kubernetes.protobuf,application/json' });
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'application/json');
@@ -372,16 +361,16 @@ describe('F. update (PUT)', () => {
   });
   test('64: a stale resourceVersion → 409 Conflict', async () => {
     const stale = { ...cur, metadata: { ...cur.metadata, resourceVersion: String(Number(cur.metadata.resourceVersion) - 1) } };
-    isStatus(await server.request('PUT', `${ns('f')}/demo`, { body: stale }), 409, 'Conflict', `Operation cannot be fulfilled on ${G} "demo": ${OBJ_MODIFIED}`);
+    assertStatus(await server.request('PUT', `${ns('f')}/demo`, { body: stale }), 409, 'Conflict', `Operation cannot be fulfilled on ${G} "demo": ${OBJ_MODIFIED}`);
   });
   test('65 (§9.2): PUT without resourceVersion → 422', async () => {
     const { resourceVersion: _rv, ...meta } = cur.metadata;
     const r = await server.request('PUT', `${ns('f')}/demo`, { body: { ...cur, metadata: meta } });
-    isStatus(r, 422, 'Invalid', 'GitTarget.configbutler.ai "demo" is invalid: metadata.resourceVersion: Invalid value: "0x0": must be specified for an update');
+    assertStatus(r, 422, 'Invalid', 'GitTarget.configbutler.ai "demo" is invalid: metadata.resourceVersion: Invalid value: "0x0": must be specified for an update');
     assert.deepEqual(r.body.details.causes, [{ reason: 'FieldValueInvalid', message: 'Invalid value: "0x0": must be specified for an update', field: 'metadata.resourceVersion' }]);
   });
   test('66: a body name different from the URL → 400', async () => {
-    isStatus(
+    assertStatus(
       await server.request('PUT', `${ns('f')}/demo`, { body: { ...cur, metadata: { ...cur.metadata, name: 'other' } } }),
       400,
       'BadRequest',
@@ -389,7 +378,7 @@ describe('F. update (PUT)', () => {
     );
   });
   test('67: PUT of a missing object → 404', async () => {
-    isStatus(await server.request('PUT', `${ns('f')}/missing`, { body: { ...cur, metadata: { ...cur.metadata, name: 'missing' } } }), 404, 'NotFound', `${G} "missing" not found`);
+    assertStatus(await server.request('PUT', `${ns('f')}/missing`, { body: { ...cur, metadata: { ...cur.metadata, name: 'missing' } } }), 404, 'NotFound', `${G} "missing" not found`);
   });
   test('68: an identical PUT → 200, resourceVersion unchanged, no watch event', async () => {
     const w = await watch(server, `${ns('f')}?watch=true&resourceVersion=${cur.metadata.resourceVersion}`);
@@ -414,7 +403,7 @@ describe('F. update (PUT)', () => {
   });
   test('the immutable destination: PUT changing spec.branch → 422 with the message', async () => {
     const r = await server.request('PUT', `${ns('f')}/demo`, { body: { ...cur, spec: { ...cur.spec, branch: 'other' } } });
-    isStatus(
+    assertStatus(
       r,
       422,
       'Invalid',
@@ -456,14 +445,14 @@ describe('G. status subresource', () => {
   });
   test('73: PUT …/status with a stale resourceVersion → 409', async () => {
     const stale = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(Number(obj.metadata.resourceVersion) - 1) } };
-    isStatus(await server.request('PUT', `${ns('g')}/demo/status`, { body: stale }), 409, 'Conflict', `Operation cannot be fulfilled on ${G} "demo": ${OBJ_MODIFIED}`);
+    assertStatus(await server.request('PUT', `${ns('g')}/demo/status`, { body: stale }), 409, 'Conflict', `Operation cannot be fulfilled on ${G} "demo": ${OBJ_MODIFIED}`);
   });
   test('PUT …/status with the current resourceVersion → 200; DELETE and POST on status → 405', async () => {
     const r = await server.request('PUT', `${ns('g')}/demo/status`, { body: { ...obj, status: { pendingChanges: 7 } } });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.status.pendingChanges, 7);
-    isStatus(await server.request('DELETE', `${ns('g')}/demo/status`), 405, 'MethodNotAllowed');
-    isStatus(await server.request('POST', `${ns('g')}/demo/status`, { body: {} }), 405, 'MethodNotAllowed');
+    assertStatus(await server.request('DELETE', `${ns('g')}/demo/status`), 405, 'MethodNotAllowed');
+    assertStatus(await server.request('POST', `${ns('g')}/demo/status`, { body: {} }), 405, 'MethodNotAllowed');
   });
 });
 
@@ -489,11 +478,11 @@ describe('H. patch', () => {
     assert.equal(a.status, 200, a.text);
     assert.equal(a.body.spec.suspend, false);
     const t = await jsonPatch(P(), [{ op: 'test', path: '/spec/branch', value: 'nope' }]);
-    isStatus(t, 422, 'Invalid', /^the server rejected our request due to an error in our request/);
-    isStatus(await jsonPatch(P(), { op: 'replace' }), 400, 'BadRequest', 'a JSON patch must be a JSON array of operations');
+    assertStatus(t, 422, 'Invalid', /^the server rejected our request due to an error in our request/);
+    assertStatus(await jsonPatch(P(), { op: 'replace' }), 400, 'BadRequest', 'a JSON patch must be a JSON array of operations');
   });
   test('76: strategic merge → 415 with the CRD message', async () => {
-    isStatus(
+    assertStatus(
       await server.request('PATCH', P(), { contentType: 'application/strategic-merge-patch+json', body: {} }),
       415,
       'UnsupportedMediaType',
@@ -501,23 +490,23 @@ describe('H. patch', () => {
     );
   });
   test('77: text/plain → 415; merge patch with charset → 200', async () => {
-    isStatus(await server.request('PATCH', P(), { contentType: 'text/plain', body: '{}' }), 415, 'UnsupportedMediaType');
+    assertStatus(await server.request('PATCH', P(), { contentType: 'text/plain', body: '{}' }), 415, 'UnsupportedMediaType');
     const r = await server.request('PATCH', P(), { contentType: 'application/merge-patch+json; charset=utf-8', body: { metadata: { annotations: { a: 'b' } } } });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.metadata.annotations, { a: 'b' });
   });
   test('78: merge patch of a missing object → 404', async () => {
-    isStatus(await merge(`${ns('h')}/missing`, { spec: {} }), 404, 'NotFound', `${G} "missing" not found`);
+    assertStatus(await merge(`${ns('h')}/missing`, { spec: {} }), 404, 'NotFound', `${G} "missing" not found`);
   });
   test('79–83, 87: server-side apply is not implemented yet: a clear 415 (with or without fieldManager, also dry run)', async () => {
     const msg = 'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch';
     for (const q of ['', '?fieldManager=mgr-a', '?fieldManager=mgr-a&force=true', '?fieldManager=mgr-a&dryRun=All']) {
-      isStatus(await server.request('PATCH', `${P()}${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('demo', 'h') }), 415, 'UnsupportedMediaType', msg);
-      isStatus(await server.request('PATCH', `${ns('h')}/absent${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('absent', 'h') }), 415, 'UnsupportedMediaType', msg);
+      assertStatus(await server.request('PATCH', `${P()}${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('demo', 'h') }), 415, 'UnsupportedMediaType', msg);
+      assertStatus(await server.request('PATCH', `${ns('h')}/absent${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('absent', 'h') }), 415, 'UnsupportedMediaType', msg);
     }
   });
   test('84: force on a merge patch → 422', async () => {
-    isStatus(
+    assertStatus(
       await server.request('PATCH', `${P()}?force=true`, { contentType: 'application/merge-patch+json', body: {} }),
       422,
       'Invalid',
@@ -525,9 +514,9 @@ describe('H. patch', () => {
     );
   });
   test('a patch cannot rename, move or re-kind the object', async () => {
-    isStatus(await merge(P(), { metadata: { name: 'renamed' } }), 400, 'BadRequest', 'the name of the object (renamed) does not match the name on the URL (demo)');
-    isStatus(await merge(P(), { metadata: { namespace: 'elsewhere' } }), 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
-    isStatus(await merge(P(), { kind: 'CommitRequest' }), 400, 'BadRequest', 'the kind in the data (CommitRequest) does not match the expected kind (GitTarget)');
+    assertStatus(await merge(P(), { metadata: { name: 'renamed' } }), 400, 'BadRequest', 'the name of the object (renamed) does not match the name on the URL (demo)');
+    assertStatus(await merge(P(), { metadata: { namespace: 'elsewhere' } }), 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    assertStatus(await merge(P(), { kind: 'CommitRequest' }), 400, 'BadRequest', 'the kind in the data (CommitRequest) does not match the expected kind (GitTarget)');
     const uid = await merge(P(), { metadata: { uid: '00000000-0000-4000-8000-000000000000' } });
     assert.equal(uid.status, 409, uid.text);
   });
@@ -553,7 +542,7 @@ describe('I. delete', () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.kind, 'GitTarget');
       assert.equal(r.body.metadata.uid, c.metadata.uid);
-      isStatus(await server.get(`${ns('i')}/demo`), 404, 'NotFound');
+      assertStatus(await server.get(`${ns('i')}/demo`), 404, 'NotFound');
       const ev = await w.next();
       assert.equal(`${ev.type} ${ev.object.metadata.name}`, 'DELETED demo');
     } finally {
@@ -561,14 +550,14 @@ describe('I. delete', () => {
     }
   });
   test('89: DELETE of a missing object → 404', async () => {
-    isStatus(await server.request('DELETE', `${ns('i')}/missing`), 404, 'NotFound', `${G} "missing" not found`);
+    assertStatus(await server.request('DELETE', `${ns('i')}/missing`), 404, 'NotFound', `${G} "missing" not found`);
   });
   test('90: preconditions: a stale resourceVersion or a wrong uid → 409', async () => {
     const c = await created('i', 'pre');
     const stale = await server.request('DELETE', `${ns('i')}/pre`, { body: { preconditions: { resourceVersion: '1' } } });
-    isStatus(stale, 409, 'Conflict', `Operation cannot be fulfilled on ${G} "pre": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: ${c.metadata.resourceVersion}`);
+    assertStatus(stale, 409, 'Conflict', `Operation cannot be fulfilled on ${G} "pre": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: ${c.metadata.resourceVersion}`);
     const uid = await server.request('DELETE', `${ns('i')}/pre`, { body: { preconditions: { uid: 'nope' } } });
-    isStatus(uid, 409, 'Conflict', `Operation cannot be fulfilled on ${G} "pre": Precondition failed: UID in precondition: nope, UID in object meta: ${c.metadata.uid}`);
+    assertStatus(uid, 409, 'Conflict', `Operation cannot be fulfilled on ${G} "pre": Precondition failed: UID in precondition: nope, UID in object meta: ${c.metadata.uid}`);
     const ok = await server.request('DELETE', `${ns('i')}/pre`, { body: { preconditions: { uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion } } });
     assert.equal(ok.status, 200, ok.text);
   });
@@ -577,7 +566,7 @@ describe('I. delete', () => {
     assert.equal((await server.request('DELETE', `${ns('i')}/dry`, { body: { dryRun: ['All'] } })).status, 200);
     assert.equal((await server.request('DELETE', `${ns('i')}/dry?dryRun=All`)).status, 200);
     assert.equal((await server.get(`${ns('i')}/dry`)).status, 200);
-    isStatus(await server.request('DELETE', `${ns('i')}/dry`, { body: { dryRun: ['Some'] } }), 422, 'Invalid', /dryRun: Unsupported value: "Some"/);
+    assertStatus(await server.request('DELETE', `${ns('i')}/dry`, { body: { dryRun: ['Some'] } }), 422, 'Invalid', /dryRun: Unsupported value: "Some"/);
   });
   test('92, 93: finalizers: delete marks, MODIFIED; no new finalizers while deleting; removing the last deletes', async () => {
     const body = gitTarget('fin', 'i');
@@ -596,10 +585,10 @@ describe('I. delete', () => {
       const again = await server.request('DELETE', `${ns('i')}/fin`);
       assert.equal(again.status, 200, 'deleting a deleting object returns it again');
       const add = await merge(`${ns('i')}/fin`, { metadata: { finalizers: ['example.dev/keep', 'example.dev/more'] } });
-      isStatus(add, 422, 'Invalid', /metadata\.finalizers: Forbidden: no new finalizers can be added if the object is being deleted/);
+      assertStatus(add, 422, 'Invalid', /metadata\.finalizers: Forbidden: no new finalizers can be added if the object is being deleted/);
       const rm = await merge(`${ns('i')}/fin`, { metadata: { finalizers: null } });
       assert.equal(rm.status, 200, rm.text);
-      isStatus(await server.get(`${ns('i')}/fin`), 404, 'NotFound');
+      assertStatus(await server.get(`${ns('i')}/fin`), 404, 'NotFound');
       const e1 = await w.next();
       const e2 = await w.next();
       assert.deepEqual([e1, e2].map((e) => `${e.type} ${e.object.metadata.name}`), ['MODIFIED fin', 'DELETED fin']);
@@ -620,6 +609,6 @@ describe('I. delete', () => {
     assert.deepEqual(left.body.items.map((i: any) => i.metadata.name), ['keep']);
   });
   test('DELETE on the all-namespaces path → 405', async () => {
-    isStatus(await server.request('DELETE', `${GV}/gittargets`), 405, 'MethodNotAllowed');
+    assertStatus(await server.request('DELETE', `${GV}/gittargets`), 405, 'MethodNotAllowed');
   });
 });

@@ -3,7 +3,7 @@
 // same port and data directory.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from './net.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -22,16 +22,6 @@ export interface RedisServer {
   resume(): void;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<RedisServer> {
   const dir = await mkdtemp(join(tmpdir(), 'redis-test-'));

@@ -3,7 +3,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest, Agent } from 'node:https';
-import { createServer, type AddressInfo } from 'node:net';
+import assert from 'node:assert/strict';
+import { freePort } from './net.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,16 +57,8 @@ export interface StartedServer {
   stop(): Promise<void>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+
+export { freePort };
 
 /** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
 export async function startServer(extraArgs: string[] = []): Promise<StartedServer> {
@@ -280,4 +273,17 @@ export async function watch(server: StartedServer, path: string, accept = 'appli
     throw new Error(`watch ${path} answered ${res.statusCode}: ${Buffer.concat(chunks).toString()}`);
   }
   return new EventReader(res);
+}
+
+/** Asserts a metav1.Status failure body with this code and reason (and message, exact or matching). */
+export function assertStatus(r: Response, code: number, reason: string, message?: string | RegExp): void {
+  const ctx = `${r.status} ${r.text}`;
+  assert.equal(r.status, code, ctx);
+  assert.equal(r.body?.kind, 'Status', ctx);
+  assert.equal(r.body.apiVersion, 'v1', ctx);
+  assert.equal(r.body.status, 'Failure', ctx);
+  assert.equal(r.body.code, code, ctx);
+  assert.equal(r.body.reason, reason, ctx);
+  if (typeof message === 'string') assert.equal(r.body.message, message, ctx);
+  else if (message) assert.match(r.body.message, message, ctx);
 }
