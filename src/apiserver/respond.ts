@@ -4,15 +4,15 @@ import { stringify as toYAML } from 'yaml';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
 
+/** `Warning: 299 - "<text>"` headers; kubectl prints them as `Warning: <text>`. */
+function setWarnings(reply: FastifyReply, warnings: string[]): void {
+  if (warnings.length) reply.header('warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+}
+
 // Bodies go out as Buffers: fastify then leaves Content-Type exactly as set (for strings it appends
 // `; charset=utf-8` and re-quotes parameters, e.g. the aggregated-discovery media type).
 export function send(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): FastifyReply {
-  if (warnings.length) {
-    reply.header(
-      'warning',
-      warnings.map((w) => `299 - ${JSON.stringify(w)}`),
-    );
-  }
+  setWarnings(reply, warnings);
   if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(toYAML(body)));
   return reply.code(code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body)));
 }
@@ -38,7 +38,7 @@ export function listJSON(head: Record<string, unknown>, items: object[]): string
 }
 
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
-  if (warnings.length) reply.header('warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
+  setWarnings(reply, warnings);
   return reply.code(code).header('content-type', 'application/json').send(Buffer.from(text));
 }
 

@@ -58,7 +58,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     log,
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
-    activeWatches: { count: 0 },
+    metrics,
   };
   const registries = new Map<string, Registry>();
   for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
@@ -114,7 +114,6 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
   app.setNotFoundHandler((_req, reply) => sendStatus(reply, status.methodNotAllowed().status));
 
-  state.metrics = metrics;
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
     const verb = info ? (info.isResourceRequest ? info.verb : info.verb.toUpperCase()) : req.method;

@@ -14,8 +14,7 @@ export interface ServerState {
   shuttingDown: Promise<void>;
   /** Watch timeout when the client gives none (seconds, randomised per watch like kube-apiserver). */
   minRequestTimeoutSeconds: number;
-  activeWatches: { count: number };
-  metrics?: ServerMetrics;
+  metrics: ServerMetrics;
 }
 
 export interface HandlerContext {

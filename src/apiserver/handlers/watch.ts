@@ -46,8 +46,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   let sentColumns = false;
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
-  h.state.activeWatches.count++;
-  h.state.metrics?.watches.inc({ resource: def.plural });
+  h.state.metrics.watches.inc({ resource: def.plural });
 
   const encode = (type: EventType, obj: unknown): string | Buffer => {
     if (type === 'ERROR' || type === 'BOOKMARK') return `${JSON.stringify({ type, object: obj })}\n`;
@@ -74,8 +73,7 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   const finish = () => {
     if (closed) return;
     closed = true;
-    h.state.activeWatches.count--;
-    h.state.metrics?.watches.dec({ resource: def.plural });
+    h.state.metrics.watches.dec({ resource: def.plural });
     handle?.stop();
     if (timer) clearTimeout(timer);
     raw.end();
