@@ -9,15 +9,19 @@ import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
-import type { GitEngine } from '../git/index.js';
+import type { CommitEngine } from '../git/index.js';
+import { createServerMetrics } from '../metrics/metrics.js';
+import type { RunningControllers } from '../controllers/index.js';
 
 export interface Running {
   server: BuiltServer;
   /**
-   * The git engine controllers commit through (one writer per branch via leases in the store).
-   * Loaded on first use: nothing commits until a controller does, and isomorphic-git costs ~18 MB.
+   * The git engine controllers commit through: a worker thread (git/worker.ts), one writer per
+   * branch via leases in the store. Loaded on first use; the worker starts on the first commit.
    */
-  git(): Promise<GitEngine>;
+  git(): Promise<CommitEngine>;
+  /** The controllers of this replica (none with --controllers=none). */
+  controllers: RunningControllers | undefined;
   url: string;
   stop(): Promise<void>;
 }
@@ -56,12 +60,12 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
   });
-  let engine: Promise<GitEngine> | undefined;
+  let engine: Promise<CommitEngine> | undefined;
   const git = () =>
-    (engine ??= import('../git/index.js').then(
-      ({ GitEngine }) =>
-        new GitEngine({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+    (engine ??= import('../git/worker.js').then(
+      ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
     ));
+  const metrics = createServerMetrics();
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -72,6 +76,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    metrics,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
@@ -93,15 +98,24 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
+  // Start-up step: the controllers, once the API serves (they read and write through the same store).
+  let controllers: RunningControllers | undefined;
+  if (opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
+  }
   let stopped = false;
   return {
     server,
     git,
+    controllers,
     url,
     async stop() {
       if (stopped) return;
       stopped = true;
+      await controllers?.stop();
       await server.close();
+      if (engine) await (await engine).close();
       authn.close();
       authz.close();
       await store.close();
