@@ -75,7 +75,7 @@ export const GitTargetSpecSchema = Type.Object(
         Type.Object(
           {
             group: Type.String({ description: 'API group; "" for the core group.' }),
-            version: Type.String({ minLength: 1, description: 'API version, e.g. v1.' }),
+            version: Type.Optional(Type.String({ minLength: 1, description: "API version, e.g. v1; omitted means the group's preferred version in the source." })),
             resource: Type.String({ minLength: 1, description: 'Plural resource name, e.g. configmaps.' }),
             namespaces: Type.Optional(
               Type.Array(Type.String({ minLength: 1 }), { description: 'Only these namespaces; omitted means all.', 'x-kubernetes-list-type': 'set' }),

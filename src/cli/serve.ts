@@ -102,7 +102,9 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   let controllers: RunningControllers | undefined;
   if (opts.controllers.size > 0) {
     const { startControllers } = await import('../controllers/index.js');
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
+    const { defaultSourceConfig } = await import('../controllers/source/index.js');
+    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env });
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
   }
   let stopped = false;
   return {

@@ -1,5 +1,5 @@
 // The controllers `--controllers` can name (kept apart so flag parsing loads no controller code).
-export const CONTROLLER_NAMES = ['windows', 'commitrequests'] as const;
+export const CONTROLLER_NAMES = ['mirror', 'windows', 'commitrequests'] as const;
 export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 
 /** `--controllers`: `all` (default), `none` or empty for API-only, or a comma-separated list. */

@@ -22,6 +22,8 @@ export interface MirrorDeps {
   connector: SourceConnector;
   /** Identities of the files in a target's folder (prune Always); from the git engine. */
   folderListing?(key: TargetKey): Promise<ObjectRef[] | undefined>;
+  /** The replica's shared GitTarget informer (started by the caller); the mirror makes its own when absent. */
+  gitTargets?: Informer;
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
@@ -80,7 +82,8 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
   const pendingStatus = new Map<string, NodeJS.Timeout>();
-  const informer = new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
+  const ownInformer = !deps.gitTargets;
+  const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
 
   const teardown = async (key: string) => {
     const r = running.get(key);
@@ -194,12 +197,13 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       }
     }
   });
-  await informer.start();
+  if (ownInformer) await informer.start();
+  else for (const o of informer.list()) queue.add(keyOf(o, clusterOf(o)));
 
   return {
     async stop() {
       queue.stop();
-      informer.stop();
+      if (ownInformer) informer.stop();
       for (const t of pendingStatus.values()) clearTimeout(t);
       await Promise.all([...running.keys()].map(teardown));
     },
