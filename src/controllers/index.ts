@@ -9,6 +9,7 @@ import { CommitRequestController } from './commitrequests/controller.js';
 import { createControllerMetrics } from './metrics.js';
 import { Informer, LeaseKeeper } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
+import { secretCredentials } from './windows/credentials.js';
 import type { WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -52,7 +53,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   if (enabled.has('windows')) {
     // The engine worker starts on the first commit; this only resolves the module.
     const engine = await deps.engine();
-    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics });
+    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }

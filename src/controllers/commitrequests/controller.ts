@@ -16,6 +16,7 @@ import { getCondition, setCondition, updateStatus, type Condition } from '../sta
 import { openWindow } from '../windows/policy.js';
 import { unchanged, WINDOWS_RESOURCE, type RequestOutcome, type WindowRecords } from '../windows/record.js';
 import type { TargetKey } from '../windows/types.js';
+import { GITTARGETS } from '../windows/controller.js';
 import { authorshipOf } from './authorship.js';
 
 export const COMMITREQUESTS = { group: 'configbutler.ai', resource: 'commitrequests' };
@@ -77,6 +78,7 @@ export class CommitRequestController {
   }
 
   private async reconcile(key: string): Promise<QueueResult | void> {
+    if (!this.deps.gitTargets.hasSynced) return { requeueAfterMs: 100 };
     const cached = this.requests.get(key);
     if (!cached) return;
     const cr = (await this.deps.store.get(COMMITREQUESTS, crKey(cached))) ?? cached;
@@ -86,7 +88,8 @@ export class CommitRequestController {
     if (isFinished(cr)) return this.expire(cr, spec, now);
 
     const gtKey = `${clusterOf(cr)}/${cr.metadata.namespace ?? ''}/${spec.targetRef.name}`;
-    const gt = this.deps.gitTargets.get(gtKey);
+    // The cache may lag a GitTarget created just before the request: a miss is confirmed by a consistent read.
+    const gt = this.deps.gitTargets.get(gtKey) ?? (await this.deps.store.get(GITTARGETS, { cluster: clusterOf(cr), namespace: cr.metadata.namespace ?? '', name: spec.targetRef.name }));
     const target: TargetKey | undefined = gt ? { cluster: clusterOf(cr), namespace: cr.metadata.namespace ?? '', name: spec.targetRef.name, uid: gt.metadata.uid ?? '' } : undefined;
     const rec = target ? await this.deps.records.get(target) : undefined;
     const recorded = rec?.outcomes.find((o) => o.uid === cr.metadata.uid);

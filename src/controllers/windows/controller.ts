@@ -77,6 +77,8 @@ export class WindowsController {
   }
 
   private async reconcile(key: string): Promise<QueueResult | void> {
+    // Absent from a cache that has not listed yet is not "deleted".
+    if (!this.deps.gitTargets.hasSynced || !this.windows.hasSynced) return { requeueAfterMs: 100 };
     const gt = this.deps.gitTargets.get(key);
     if (!gt) return this.targetGone(key);
     const target = targetKeyOf(gt);
@@ -226,6 +228,9 @@ export class WindowsController {
     const rec = this.windows.get(key) as (import('./record.js').WindowRecord | undefined);
     if (!rec) return;
     const target = rec.target;
+    // Confirm with a consistent read: the cache may lag a re-created GitTarget.
+    const live = await this.deps.store.get(GITTARGETS, { cluster: target.cluster, namespace: target.namespace, name: target.name });
+    if (live?.metadata.uid === target.uid) return;
     const lease = await this.deps.keeper.acquire(targetLeaseName(target));
     if (!lease) return;
     const requests = [...rec.waiting, ...rec.windows.flatMap((w) => (w.request ? [w.request] : []))];
