@@ -7,6 +7,8 @@ import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
+import { strategicMergePatch } from './strategic-merge-patch.js';
+import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
 
 const { applyPatch, validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
@@ -29,13 +31,14 @@ function decodeYAML(buf: Buffer, what: string): unknown {
   }
 }
 
-/** Decodes a create/update body by its Content-Type (JSON, or YAML for curl users). */
-export function decodeObjectBody(contentType: string | undefined, body: unknown): unknown {
+/** Decodes a create/update body by its Content-Type (JSON, YAML for curl users, protobuf for the sandbox's core kinds). */
+export function decodeObjectBody(contentType: string | undefined, body: unknown, protobuf = false): unknown {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
   if (mt === 'application/json' || mt === '') return decodeJSON(buf, 'object provided');
   if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return decodeYAML(buf, 'object provided');
+  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return decodeProtobufObject(buf);
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
   );
@@ -53,12 +56,13 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-export type PatchKind = 'merge' | 'json';
+export type PatchKind = 'merge' | 'json' | 'strategic';
 
 export function patchKind(contentType: string | undefined): PatchKind {
   const mt = mediaType(contentType);
   if (mt === 'application/merge-patch+json') return 'merge';
   if (mt === 'application/json-patch+json') return 'json';
+  if (mt === 'application/strategic-merge-patch+json') return 'strategic';
   if (mt === 'application/apply-patch+yaml') {
     throw status.unsupportedMediaType(
       'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch',
@@ -68,7 +72,7 @@ export function patchKind(contentType: string | undefined): PatchKind {
 }
 
 /** Returns a function that applies the decoded patch to a current object. */
-export function decodePatch(kind: PatchKind, body: unknown): (current: unknown) => unknown {
+export function decodePatch(kind: PatchKind, body: unknown, mergeKeys: Record<string, string> = {}): (current: unknown) => unknown {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
   const patch = decodeJSON(buf, 'patch');
@@ -77,6 +81,10 @@ export function decodePatch(kind: PatchKind, body: unknown): (current: unknown) 
       throw status.badRequest('a merge patch must be a JSON object');
     }
     return (current) => mergePatch(current, patch);
+  }
+  if (kind === 'strategic') {
+    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
+    return (current) => strategicMergePatch(current, patch, mergeKeys);
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {

@@ -7,7 +7,7 @@ import { createLogger } from '../metrics/logger.js';
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
-  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || (cmd === 'serve' && rest.includes('--help'))) {
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && rest.includes('--help'))) {
     process.stdout.write(helpText());
     return cmd === undefined ? 1 : 0;
   }
@@ -15,13 +15,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${versionInfo().gitVersion}\n`);
     return 0;
   }
-  if (cmd !== 'serve') {
+  if (cmd !== 'serve' && cmd !== 'sandbox') {
     process.stderr.write(`unknown command ${JSON.stringify(cmd)}; run reverser-apiserver --help\n`);
     return 2;
   }
   let opts;
   try {
-    opts = parseServeFlags(rest);
+    opts = parseServeFlags(rest, cmd);
   } catch (e) {
     if (e instanceof FlagError) {
       process.stderr.write(`error: ${e.message}\n`);

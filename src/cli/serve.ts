@@ -6,7 +6,9 @@ import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore } from '../storage/index.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
-import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
+import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
+import { ensureInitialNamespaces } from '../registry/namespaces.js';
+import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
 import type { CommitEngine } from '../git/index.js';
@@ -36,9 +38,12 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  // The sandbox's kube-root-ca.crt: the CA a client needs to trust this server.
+  let rootCAPem: string;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
+    rootCAPem = certPem;
   } else {
     const pki = ensureDevPKI(opts.certDir, {
       dnsNames: ['localhost', 'reverser-apiserver', 'reverser-apiserver.reverser-system.svc', 'reverser-apiserver.reverser-system.svc.cluster.local'],
@@ -46,6 +51,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     });
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
+    rootCAPem = pki.caPem;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
       devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
@@ -74,15 +80,20 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     alwaysAllowPaths: authz.alwaysAllowPaths,
     log,
     version: versionInfo(),
-    hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
+    resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
+    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
   });
+  // A fresh sandbox has the namespaces a fresh cluster has (default, kube-system, ...).
+  if (opts.sandbox) await ensureInitialNamespaces(server.registries);
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
-  log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode });
+  log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
   if (devAdmin) {
-    const kubeconfig = join(opts.dataDir, 'admin.kubeconfig');
+    const standalone = opts.mode === 'sandbox';
+    const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
     writeFileSync(
       kubeconfig,
       kubeconfigYAML({
@@ -91,12 +102,17 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
         certPem: readFileSync(devAdmin.certFile, 'utf8'),
         keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
         user: 'admin',
+        name: standalone ? 'reverser-sandbox' : 'reverser',
       }),
       { mode: 0o600 },
     );
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
-    process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
+    process.stdout.write(
+      standalone
+        ? `reverser-apiserver sandbox is serving on ${url}\nkubectl --kubeconfig ${shown} get namespaces\n`
+        : `reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`,
+    );
   }
   // Start-up step: the controllers, once the API serves (they read and write through the same store).
   let controllers: RunningControllers | undefined;

@@ -63,11 +63,20 @@ export interface StartedServer {
 
 export { freePort };
 
+export interface StartOptions {
+  /** `sandbox` runs `reverser-apiserver sandbox` (kubeconfig <data-dir>/sandbox.kubeconfig). */
+  command?: 'serve' | 'sandbox';
+  /** Use (and keep on stop) this data dir instead of a fresh temporary one: restarts on the same data. */
+  dataDir?: string;
+  /** Port to listen on (a restart on the same address); a free one when absent. */
+  port?: number;
+}
+
 /** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
-export async function startServer(extraArgs: string[] = []): Promise<StartedServer> {
+export async function startServer(extraArgs: string[] = [], opts: StartOptions = {}): Promise<StartedServer> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(extraArgs);
+      return await startOnce(extraArgs, opts);
     } catch (e) {
       // A port taken between freePort() and listen() is the only failure worth another port.
       if (attempt < 3 && String((e as Error).message).includes('EADDRINUSE')) continue;
@@ -76,12 +85,14 @@ export async function startServer(extraArgs: string[] = []): Promise<StartedServ
   }
 }
 
-async function startOnce(extraArgs: string[]): Promise<StartedServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
-  const port = await freePort();
+async function startOnce(extraArgs: string[], opts: StartOptions): Promise<StartedServer> {
+  const command = opts.command ?? 'serve';
+  const ownDataDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
+  const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...extraArgs],
+    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -91,7 +102,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
-      if (/kubectl --kubeconfig \S+ get gittargets -A\n/.test(out)) resolve();
+      if (/kubectl --kubeconfig \S+ get (gittargets -A|namespaces)\n/.test(out)) resolve();
     });
     child.once('exit', (code, sig) => {
       exited = true;
@@ -101,8 +112,12 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
   try {
     await withDeadline(ready, 'the server to print its kubectl line', 30_000, () => child.kill('SIGKILL'));
   } catch (e) {
-    rmSync(dataDir, { recursive: true, force: true });
-    if (e instanceof DeadlineError) e.message += `\nstdout:\n${out}\nstderr:\n${err}`;
+    if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (e instanceof DeadlineError) e.message += `
+stdout:
+${out}
+stderr:
+${err}`;
     throw e;
   }
   // Servers started with a shared --cert-dir share the dev CA and admin certificate (replicas).
@@ -172,7 +187,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
     url,
     port,
     dataDir,
-    kubeconfig: join(dataDir, 'admin.kubeconfig'),
+    kubeconfig: join(dataDir, command === 'sandbox' ? 'sandbox.kubeconfig' : 'admin.kubeconfig'),
     ca,
     cert,
     key,
@@ -192,7 +207,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
         await withDeadline(gone, 'the server process to exit', 15_000);
         clearTimeout(t);
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

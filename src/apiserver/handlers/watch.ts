@@ -117,27 +117,23 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     write(encode(type, ev.object));
   };
   try {
-    handle = await h.state.store.watch(
-      h.registry.ref,
-      { cluster, namespace, fromRV },
-      {
-        onEvent,
-        onProgress: (p) => {
-          if (opts.allowWatchBookmarks && p > lastRV && !closed) {
-            lastRV = p;
-            bookmark(p);
-          }
-        },
-        onClose: (reason) => {
-          write(encode('ERROR', statusFor(reason)));
-          finish();
-        },
+    handle = await h.registry.watch(cluster, namespace, fromRV, {
+      onEvent,
+      onProgress: (p) => {
+        if (opts.allowWatchBookmarks && p > lastRV && !closed) {
+          lastRV = p;
+          bookmark(p);
+        }
       },
-    );
+      onClose: (reason) => {
+        write(encode('ERROR', statusFor(reason)));
+        finish();
+      },
+    });
   } catch (e) {
     // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
     // what the watch cache does, and what client-go turns into a re-list.
-    const s = e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
+    const s = e instanceof status.StatusError ? e.status : e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
     write(encode('ERROR', s));
     finish();
     return;
