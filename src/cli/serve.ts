@@ -91,21 +91,19 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
+  let adminKubeconfig: string | undefined;
   if (devAdmin) {
     const standalone = opts.mode === 'sandbox';
     const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      kubeconfigYAML({
-        server: url,
-        caPem: devAdmin.caPem,
-        certPem: readFileSync(devAdmin.certFile, 'utf8'),
-        keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
-        user: 'admin',
-        name: standalone ? 'reverser-sandbox' : 'reverser',
-      }),
-      { mode: 0o600 },
-    );
+    adminKubeconfig = kubeconfigYAML({
+      server: url,
+      caPem: devAdmin.caPem,
+      certPem: readFileSync(devAdmin.certFile, 'utf8'),
+      keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
+      user: 'admin',
+      name: standalone ? 'reverser-sandbox' : 'reverser',
+    });
+    writeFileSync(kubeconfig, adminKubeconfig, { mode: 0o600 });
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(
@@ -119,7 +117,9 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   if (opts.controllers.size > 0) {
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');
-    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env });
+    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
+    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
+    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
     controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
   }
   let stopped = false;

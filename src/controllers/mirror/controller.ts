@@ -165,6 +165,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
         generation,
         spec: mirrorSpec(spec),
         config: conn.config,
+        sourceToken: conn.token,
         sink,
         log,
         folderListing: deps.folderListing,

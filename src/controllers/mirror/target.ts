@@ -43,6 +43,8 @@ export interface TargetMirrorDeps {
   generation: number;
   spec: MirrorSpec;
   config: KubeConfig;
+  /** Identifies the source credentials (a rotation changes it); part of the snapshot id. */
+  sourceToken?: string;
   sink: WindowSink;
   log: Logger;
   onReport(r: MirrorReport): void;
@@ -267,7 +269,13 @@ export class TargetMirror {
         const inFolder = await this.d.folderListing(this.d.key);
         if (inFolder) deletes = inFolder.filter((r) => !seen.has(identityKeyOf({ apiVersion: r.apiVersion, kind: r.kind, metadata: { namespace: r.namespace, name: r.name } })));
       }
-      const digest = createHash('sha256').update(writes.map((w) => (w.op === 'write' ? w.source?.resourceVersion : '')).join(',')).digest('hex').slice(0, 12);
+      // The id names this listing of this source: two sources with equal resourceVersions (two
+      // sandboxes fed the same way) still differ by uid and credentials.
+      const digest = createHash('sha256')
+        .update(this.d.sourceToken ?? '')
+        .update(writes.map((w) => (w.op === 'write' ? `${w.source?.uid}@${w.source?.resourceVersion}` : '')).join(','))
+        .digest('hex')
+        .slice(0, 12);
       const id = `g${this.d.generation}-${digest}`;
       this.snapshotId = id;
       this.unsubscribe = this.d.sink.onSnapshotLanded((t, landed, outcome) => {
