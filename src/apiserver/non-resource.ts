@@ -19,7 +19,7 @@ export interface HealthCheck {
 /** What the non-resource endpoints read; the server passes its own context (imports stay one-way). */
 export interface NonResourceContext {
   cfg: { healthChecks?: HealthCheck[] };
-  state: { store: { unhealthyReason(): string | undefined } };
+  state: { storageHealth(): string | undefined };
   discovery: DiscoveryDocs;
   openapi: OpenAPIDocuments;
   metrics: ServerMetrics;
@@ -30,7 +30,7 @@ const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 function health(ctx: NonResourceContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
   const checks: HealthCheck[] = [{ name: 'ping', check: () => undefined }];
   if (path === '/readyz') {
-    checks.push({ name: 'storage', check: () => ctx.state.store.unhealthyReason() });
+    checks.push({ name: 'storage', check: () => ctx.state.storageHealth() });
     checks.push(...(ctx.cfg.healthChecks ?? []));
   }
   const results = checks.map((c) => ({ name: c.name, why: c.check() }));
