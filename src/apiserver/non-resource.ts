@@ -6,7 +6,9 @@ import { V2_PROTOBUF_CONTENT_TYPE, type OpenAPIGroupVersionDoc } from './openapi
 import { parseAccept, wantsAggregatedDiscovery } from './negotiation.js';
 import { sendRaw } from './respond.js';
 import type { RequestInfo } from './request-info.js';
-import type { ServerContext } from './server.js';
+import type { DiscoveryDocs } from './discovery.js';
+import type { OpenAPIDocuments } from './openapi/index.js';
+import type { ServerMetrics } from '../metrics/metrics.js';
 
 export interface HealthCheck {
   name: string;
@@ -14,12 +16,21 @@ export interface HealthCheck {
   check(): string | undefined;
 }
 
+/** What the non-resource endpoints read; the server passes its own context (imports stay one-way). */
+export interface NonResourceContext {
+  cfg: { healthChecks?: HealthCheck[] };
+  state: { storageHealth(): string | undefined };
+  discovery: DiscoveryDocs;
+  openapi: OpenAPIDocuments;
+  metrics: ServerMetrics;
+}
+
 const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 
-function health(ctx: ServerContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
+function health(ctx: NonResourceContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
   const checks: HealthCheck[] = [{ name: 'ping', check: () => undefined }];
   if (path === '/readyz') {
-    checks.push({ name: 'storage', check: () => ctx.state.store.unhealthyReason() });
+    checks.push({ name: 'storage', check: () => ctx.state.storageHealth() });
     checks.push(...(ctx.cfg.healthChecks ?? []));
   }
   const results = checks.map((c) => ({ name: c.name, why: c.check() }));
@@ -40,7 +51,7 @@ function sendDoc(req: FastifyRequest, reply: FastifyReply, doc: Doc, contentType
   return sendRaw(reply, 200, contentType, doc.body, { etag: doc.etag, ...extra });
 }
 
-function discoveryRoot(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, core: boolean): FastifyReply {
+function discoveryRoot(ctx: NonResourceContext, req: FastifyRequest, reply: FastifyReply, core: boolean): FastifyReply {
   const want = wantsAggregatedDiscovery(req.headers.accept);
   if (want === 'none') throw status.notAcceptable();
   if (want === 'v2' || want === 'v2beta1') {
@@ -50,7 +61,7 @@ function discoveryRoot(ctx: ServerContext, req: FastifyRequest, reply: FastifyRe
   return sendRaw(reply, 200, 'application/json', core ? ctx.discovery.coreVersions.body : ctx.discovery.groupList.body, { vary: 'Accept' });
 }
 
-function openapiV2(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+function openapiV2(ctx: NonResourceContext, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   for (const r of parseAccept(req.headers.accept)) {
     if (r.type === 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' || r.type === 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf') {
       return sendDoc(req, reply, ctx.openapi.v2Protobuf, V2_PROTOBUF_CONTENT_TYPE);
@@ -76,7 +87,7 @@ function openapiV3GroupVersion(req: FastifyRequest, reply: FastifyReply, query: 
 }
 
 export async function serveNonResource(
-  ctx: ServerContext,
+  ctx: NonResourceContext,
   req: FastifyRequest,
   reply: FastifyReply,
   info: RequestInfo,

@@ -60,7 +60,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const metrics = cfg.metrics ?? createServerMetrics();
   const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
-    store,
+    storageHealth: () => store.unhealthyReason(),
     log,
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,

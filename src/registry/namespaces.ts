@@ -9,14 +9,19 @@
 import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
 import { type RequestContext, systemContext, systemWriteOptions } from './context.js';
-import type { Registries } from './registries.js';
+import type { Registry } from './registry.js';
 import type { ResourceStrategy } from './strategy.js';
+
+/** The served registries, as the namespace lifecycle needs them (implemented by Registries). */
+export interface RegistrySet extends Iterable<Registry> {
+  get(plural: string): Registry | undefined;
+}
 
 export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
 /** The namespaces a sandbox starts with, as a fresh cluster has them. */
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
-export async function requireNamespace(regs: Registries, ctx: RequestContext, namespace: string): Promise<void> {
+export async function requireNamespace(regs: RegistrySet, ctx: RequestContext, namespace: string): Promise<void> {
   const namespaces = regs.get('namespaces');
   if (!namespaces) return;
   const ns = await namespaces.get(ctx, '', namespace); // NotFound: namespaces "<namespace>" not found
@@ -33,7 +38,7 @@ function isStatus(e: unknown, reason: string): boolean {
   return e instanceof status.StatusError && e.status.reason === reason;
 }
 
-export function namespaceStrategy(base: ResourceStrategy, regs: Registries, rootCAPem: string): ResourceStrategy {
+export function namespaceStrategy(base: ResourceStrategy, regs: RegistrySet, rootCAPem: string): ResourceStrategy {
   return {
     ...base,
     prepareForCreate(ctx, obj) {
@@ -60,7 +65,7 @@ export function namespaceStrategy(base: ResourceStrategy, regs: Registries, root
 }
 
 /** Deletes every namespaced object of `namespace` (what the namespace controller does). */
-export async function deleteContents(regs: Registries, cluster: string, namespace: string): Promise<void> {
+export async function deleteContents(regs: RegistrySet, cluster: string, namespace: string): Promise<void> {
   const ctx = systemContext(cluster);
   for (const reg of regs) {
     if (!reg.def.namespaced) continue;
@@ -76,7 +81,7 @@ export async function deleteContents(regs: Registries, cluster: string, namespac
 }
 
 /** Creates the initial namespaces that do not exist yet (each gets its kube-root-ca.crt). */
-export async function ensureInitialNamespaces(regs: Registries, cluster?: string): Promise<KubeObject[]> {
+export async function ensureInitialNamespaces(regs: RegistrySet, cluster?: string): Promise<KubeObject[]> {
   const namespaces = regs.get('namespaces');
   if (!namespaces) return [];
   const ctx = systemContext(cluster);

@@ -6,7 +6,7 @@ import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 import type { Store } from '../storage/types.js';
 import { Registry, type RegistryOptions } from './registry.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
-import { namespaceStrategy, requireNamespace } from './namespaces.js';
+import { namespaceStrategy, requireNamespace, type RegistrySet } from './namespaces.js';
 
 export interface RegistriesOptions {
   /** Strategies beyond what a definition implies, keyed by plural (e.g. commitrequests' assert-author). */
@@ -18,7 +18,7 @@ export interface RegistriesOptions {
   namespaceLifecycle?: { rootCAPem: string };
 }
 
-export class Registries implements Iterable<Registry> {
+export class Registries implements RegistrySet {
   private readonly byPlural = new Map<string, Registry>();
   private readonly byGVR = new Map<string, Registry>();
 

@@ -3,12 +3,13 @@
 // WatchList's sendInitialEvents), resume from any retained resourceVersion, selector transitions,
 // bookmarks, Table and PartialObjectMetadata event objects, and a clean end on timeout.
 import * as status from '../../api/status.js';
-import { StorageError, type KubeObject, type StoreEvent, type WatchHandle } from '../../storage/types.js';
+import type { KubeObject } from '../../model/object.js';
+import { StorageError, type StoreEvent, type WatchHandle } from '../../storage/types.js';
 import { negotiate } from '../negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
 import { matches, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
-import { listItems } from './read.js';
+import { listItems } from './list-items.js';
 import { jsonOf } from '../respond.js';
 
 /** Bytes a watch may have queued for a client that does not read before the server ends it. */

@@ -1,12 +1,12 @@
 // create (POST), update (PUT), patch (PATCH), delete and deletecollection (DELETE).
 import * as status from '../../api/status.js';
 import type { DeleteOptions } from '../../registry/registry.js';
-import type { KubeObject } from '../../storage/types.js';
+import type { KubeObject } from '../../model/object.js';
 import { decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiate } from '../negotiation.js';
 import { send } from '../respond.js';
 import { partialObjectMetadata } from '../representation.js';
-import { listItems } from './read.js';
+import { listItems } from './list-items.js';
 import { parseListOptions } from '../list-options.js';
 import { type HandlerContext, requestContext } from './context.js';
 

@@ -1,0 +1,32 @@
+// Reading a collection the way list and watch both need it: resourceVersion and
+// resourceVersionMatch semantics, the snapshot of a continue token, then label and field selectors.
+// Its own module so that read.ts (list, which dispatches watches) and watch.ts import it one way.
+import * as status from '../../api/status.js';
+import type { KubeObject } from '../../model/object.js';
+import { matches, type ListOptions } from '../list-options.js';
+import type { HandlerContext } from './context.js';
+
+/** Reads the collection honouring resourceVersion semantics, then filters by selectors. */
+export async function listItems(h: HandlerContext, opts: ListOptions, cluster: string | undefined): Promise<{ items: KubeObject[]; listRV: number }> {
+  const rv = opts.resourceVersion;
+  const consistency = rv === '0' && !opts.continueToken ? 'any' : 'consistent';
+  let res;
+  try {
+    // Every page of a paginated list reads the snapshot of the first page.
+    res = await h.registry.list(cluster, h.info.namespace, consistency, opts.continueToken?.rv);
+  } catch (e) {
+    if (opts.continueToken && e instanceof status.StatusError && e.status.code === 410) throw status.gone(status.CONTINUE_TOO_OLD);
+    throw e;
+  }
+  if (rv && rv !== '0') {
+    const want = Number(rv);
+    if (opts.resourceVersionMatch === 'Exact' && want !== res.resourceVersion) {
+      if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+      throw status.gone(`too old resource version: ${want} (${res.resourceVersion}); exact reads are served at the latest resourceVersion only`);
+    }
+    if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+  }
+  const def = h.registry.def;
+  const filtered = opts.labelSelector.empty && opts.fieldSelector.empty ? res.items : res.items.filter((o) => matches(def, opts, o));
+  return { items: filtered, listRV: res.resourceVersion };
+}
