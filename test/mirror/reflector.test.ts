@@ -64,7 +64,7 @@ function recorder(opts: { failOnce?: (type: string, o: KubeObject) => boolean } 
 }
 
 before(async () => {
-  server = await startServer(['--event-log-retention', '5']);
+  server = await startServer(['--event-log-retention', '5', '--controllers=none']);
   const kc = new KubeConfig();
   kc.loadFromFile(server.kubeconfig);
   client = new SourceClient(kc);

@@ -79,7 +79,7 @@ async function put(namespace: string, name: string, labels: Record<string, strin
 }
 
 before(async () => {
-  server = await startServer(['--event-log-retention', '5']);
+  server = await startServer(['--event-log-retention', '5', '--controllers=none']);
   config = new KubeConfig();
   config.loadFromFile(server.kubeconfig);
 });
