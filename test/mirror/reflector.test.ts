@@ -8,6 +8,10 @@ import { SourceClient, type SourceError } from '../../src/controllers/source/cli
 import { Discovery, type ResolvedType } from '../../src/controllers/source/discovery.js';
 import { Reflector, type StreamState } from '../../src/controllers/source/reflector.js';
 import type { KubeObject } from '../../src/storage/types.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueCertificate } from '../../src/certs/pki.js';
 
 let server: StartedServer;
 let client: SourceClient;
@@ -204,5 +208,40 @@ test('failures are classified: unreachable, authentication failed', { timeout: 3
       await r.stop();
       c.close();
     }
+  }
+});
+
+test('403 is AccessDenied: an authenticated user without a grant', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'reflector-rbac-'));
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, 'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: unused}\nrules: []\n');
+  const rbac = await startServer(['--controllers=none', '--authorization-mode=RBAC', `--authorization-policy-file=${policy}`]);
+  try {
+    const certs = join(rbac.dataDir, 'certs');
+    const ca = { certPem: readFileSync(join(certs, 'ca.crt'), 'utf8'), keyPem: readFileSync(join(certs, 'ca.key'), 'utf8') };
+    const nobody = issueCertificate(ca, { commonName: 'nobody', usage: 'client' });
+    const b64 = (x: string) => Buffer.from(x).toString('base64');
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: rbac.url, caData: b64(ca.certPem) }],
+      users: [{ name: 'nobody', certData: b64(nobody.certPem), keyData: b64(nobody.keyPem) }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'nobody' }],
+      currentContext: 'x',
+    });
+    const c = new SourceClient(kc);
+    const rec = recorder();
+    const r = new Reflector(c, gittargets, rec.handlers, { namespace: 'x', backoffInitialMs: 100 });
+    r.start();
+    try {
+      const failing = await until('failure', () => rec.states.find((s) => s.phase === 'Failing') as { error: SourceError } | undefined);
+      assert.equal(failing.error.reason, 'AccessDenied', failing.error.message);
+      assert.equal(failing.error.statusCode, 403);
+    } finally {
+      await r.stop();
+      c.close();
+    }
+  } finally {
+    await rbac.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

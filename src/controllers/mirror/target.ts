@@ -93,6 +93,7 @@ export class TargetMirror {
   private unsubscribe: (() => void) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private readonly startedAt = Date.now();
 
   constructor(private readonly d: TargetMirrorDeps) {
     this.client = new SourceClient(d.config);
@@ -281,8 +282,16 @@ export class TargetMirror {
       this.unsubscribe = this.d.sink.onSnapshotLanded((t, landed, outcome) => {
         if (t.uid === this.d.key.uid && landed === id) this.landed(outcome);
       });
+      const listedMs = Date.now() - this.startedAt;
       await this.d.sink.snapshot(this.d.key, { id, writes, deletes });
-      this.d.log.info('snapshot queued', { target: `${this.d.key.namespace}/${this.d.key.name}`, id, objects: writes.length, deletes: deletes?.length ?? 0 });
+      this.d.log.info('snapshot queued', {
+        target: `${this.d.key.namespace}/${this.d.key.name}`,
+        id,
+        objects: writes.length,
+        deletes: deletes?.length ?? 0,
+        listedMs,
+        queuedMs: Date.now() - this.startedAt - listedMs,
+      });
       // Another replica may land it (lease moved): its outcome is in the Store.
       this.pollTimer = setInterval(() => {
         void this.d.sink.snapshotOutcome(this.d.key, id).then((o) => o && this.landed(o), () => undefined);
