@@ -23,9 +23,42 @@ function decodeJSON(buf: Buffer, what: string): unknown {
   }
 }
 
+/** Flow collections ({ [) a YAML body may nest; deeper ones would take the parser to the stack limit. */
+const MAX_YAML_FLOW_DEPTH = 100;
+
+/**
+ * Deepest nesting of YAML flow collections, outside quoted scalars and comments. The YAML parser
+ * recurses per level: at the stack limit V8 can abort the process (a regular expression compiled
+ * there fails fatally), so a body nested like '{"a":' × 5000 is refused before it is parsed.
+ */
+function yamlFlowDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let quote = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      if (c === '\\' && quote === '"') i++;
+      else if (c === quote) quote = '';
+      continue;
+    }
+    if (c === '"' || c === "'") quote = c;
+    else if (c === '#' && (i === 0 || /\s/.test(text[i - 1]!))) {
+      const nl = text.indexOf('\n', i);
+      i = nl < 0 ? text.length : nl;
+    } else if (c === '{' || c === '[') max = Math.max(max, ++depth);
+    else if ((c === '}' || c === ']') && depth > 0) depth--;
+  }
+  return max;
+}
+
 function decodeYAML(buf: Buffer, what: string): unknown {
+  const text = buf.toString('utf8');
+  if (yamlFlowDepth(text) > MAX_YAML_FLOW_DEPTH) {
+    throw status.badRequest(`the ${what} could not be decoded as YAML: it nests collections deeper than ${MAX_YAML_FLOW_DEPTH} levels`);
+  }
   try {
-    return parseYAML(buf.toString('utf8'), { maxAliasCount: 100 });
+    return parseYAML(text, { maxAliasCount: 100 });
   } catch (e) {
     throw status.badRequest(`the ${what} could not be decoded as YAML: ${(e as Error).message.split('\n')[0]}`);
   }
