@@ -11,7 +11,7 @@ import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/ty
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
-import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
+import { createServerMetrics, requestLabels, type ServerMetrics } from '../metrics/metrics.js';
 import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
@@ -47,6 +47,7 @@ export interface BuiltServer {
 }
 
 const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const SERVED_RESOURCES: ReadonlySet<string> = new Set(RESOURCES.map((r) => r.plural));
 
 export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
@@ -116,10 +117,9 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
 
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
-    const verb = info ? (info.isResourceRequest ? info.verb : info.verb.toUpperCase()) : req.method;
-    const resource = info?.resource ?? '';
-    metrics.requests.inc({ verb, resource, code: String(reply.statusCode) });
-    metrics.requestDuration.observe({ verb, resource }, reply.elapsedTime / 1000);
+    const labels = requestLabels({ ...info, method: req.method }, GROUP, VERSION, SERVED_RESOURCES);
+    metrics.requests.inc({ ...labels, code: String(reply.statusCode) });
+    metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
     done();
   });
   const ctx = { cfg, state, registries, discovery, openapi, metrics };
