@@ -36,6 +36,8 @@ export interface ServerConfig {
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
+  /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
+  maxRequestBytes?: number;
 }
 
 export interface BuiltServer {
@@ -53,6 +55,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
   let signalShutdown!: () => void;
   const metrics = cfg.metrics ?? createServerMetrics();
+  const maxRequestBytes = cfg.maxRequestBytes ?? MAX_BODY_BYTES;
   const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
     store,
@@ -60,6 +63,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
     metrics,
+    maxRequestBytes,
   };
   const registries = new Map<string, Registry>();
   for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
@@ -77,7 +81,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
     },
-    bodyLimit: MAX_BODY_BYTES,
+    bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
     forceCloseConnections: true,
@@ -100,12 +104,12 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxRequestBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: any, req, reply) => {
     if (err instanceof status.StatusError) return sendStatus(reply, err.status, err.headers);
     if (err?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err?.statusCode === 413) {
-      return sendStatus(reply, status.entityTooLarge(MAX_BODY_BYTES).status);
+      return sendStatus(reply, status.entityTooLarge(maxRequestBytes).status);
     }
     if (typeof err?.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return sendStatus(reply, status.badRequest(String(err.message ?? 'bad request')).status);
