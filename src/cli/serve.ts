@@ -72,6 +72,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    maxRequestBytes: opts.maxRequestBytes,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
