@@ -68,6 +68,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     redisUrl: opts.redisUrl,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
+    warn: (m, f) => log.warn(m, f),
   });
   let engine: Promise<GitEngine> | undefined;
   const git = () =>
