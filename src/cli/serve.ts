@@ -82,6 +82,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     authenticator: authn.authenticator,
     authorizer: authz.authorizer,
     alwaysAllowPaths: authz.alwaysAllowPaths,
+    anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
