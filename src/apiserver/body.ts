@@ -1,92 +1,60 @@
-// Request bodies and write options: decoding (JSON, YAML), patch application, and the query
+// Request bodies and write options: decoding (JSON, YAML, protobuf for the sandbox), patch application, and the query
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
-import { parse as parseYAML } from 'yaml';
-import fastJsonPatch from 'fast-json-patch';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { invalidValue, notSupported, tooLong } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
+import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
+import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
 import { strategicMergePatch } from './strategic-merge-patch.js';
 import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
 
-const { applyPatch, validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
+const { validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 const MAX_JSON_PATCH_OPS = 10_000;
 
-function decodeJSON(buf: Buffer, what: string): unknown {
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
-  }
-}
+export { mergePatch };
 
-/** Flow collections ({ [) a YAML body may nest; deeper ones would take the parser to the stack limit. */
-const MAX_YAML_FLOW_DEPTH = 100;
+/** A decoded body and the warnings its decoding produced (duplicate keys under Warn). */
+export interface DecodedBody {
+  value: unknown;
+  warnings: string[];
+}
 
 /**
- * Deepest nesting of YAML flow collections, outside quoted scalars and comments. The YAML parser
- * recurses per level: at the stack limit V8 can abort the process (a regular expression compiled
- * there fails fatally), so a body nested like '{"a":' × 5000 is refused before it is parsed.
+ * Duplicate keys, as kube-apiserver's strict decoding treats them: refused under Strict (the
+ * default), a warning under Warn, ignored (last one wins) under Ignore.
  */
-function yamlFlowDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let quote = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quote) {
-      if (c === '\\' && quote === '"') i++;
-      else if (c === quote) quote = '';
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '#' && (i === 0 || /\s/.test(text[i - 1]!))) {
-      const nl = text.indexOf('\n', i);
-      i = nl < 0 ? text.length : nl;
-    } else if (c === '{' || c === '[') max = Math.max(max, ++depth);
-    else if ((c === '}' || c === ']') && depth > 0) depth--;
-  }
-  return max;
+function strictness(d: Decoded, mode: FieldValidation, kind?: { kind: string; version: string }): DecodedBody {
+  const problems = d.duplicates.map((p) => `duplicate field ${JSON.stringify(p)}`);
+  if (problems.length === 0 || mode === 'Ignore') return { value: d.value, warnings: [] };
+  if (mode === 'Strict') throw status.strictDecoding(problems, kind);
+  return { value: d.value, warnings: problems };
 }
 
-function decodeYAML(buf: Buffer, what: string): unknown {
-  const text = buf.toString('utf8');
-  if (yamlFlowDepth(text) > MAX_YAML_FLOW_DEPTH) {
-    throw status.badRequest(`the ${what} could not be decoded as YAML: it nests collections deeper than ${MAX_YAML_FLOW_DEPTH} levels`);
-  }
-  try {
-    return parseYAML(text, { maxAliasCount: 100 });
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as YAML: ${(e as Error).message.split('\n')[0]}`);
-  }
-}
-
-/** Decodes a create/update body by its Content-Type (JSON, YAML for curl users, protobuf for the sandbox's core kinds). */
-export function decodeObjectBody(contentType: string | undefined, body: unknown, protobuf = false): unknown {
+/**
+ * Decodes a create/update body by its Content-Type: JSON, YAML for curl users, and Kubernetes
+ * protobuf when `protobuf` is set (the sandbox's core kinds, which kubectl's typed commands send so).
+ */
+export function decodeObjectBody(
+  contentType: string | undefined,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  kind?: { kind: string; version: string },
+  protobuf = false,
+): DecodedBody {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
-  if (mt === 'application/json' || mt === '') return decodeJSON(buf, 'object provided');
-  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return decodeYAML(buf, 'object provided');
-  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return decodeProtobufObject(buf);
+  if (mt === 'application/json' || mt === '') return strictness(decodeJSON(buf, 'object provided'), mode, kind);
+  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(decodeYAML(buf, 'object provided'), mode, kind);
+  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return { value: decodeProtobufObject(buf), warnings: [] };
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
   );
-}
-
-/** RFC 7386 JSON merge patch. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> =
-    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
-    if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
-  }
-  return out;
 }
 
 export type PatchKind = 'merge' | 'json' | 'strategic';
@@ -104,47 +72,60 @@ export function patchKind(contentType: string | undefined): PatchKind {
   throw status.unsupportedPatchType();
 }
 
-/** Returns a function that applies the decoded patch to a current object. */
-export function decodePatch(kind: PatchKind, body: unknown, mergeKeys: Record<string, string> = {}): (current: unknown) => unknown {
+/**
+ * Decodes a patch; returns the function that applies it to a current object, and decoding
+ * warnings. `mergeKeys` are the list merge keys of a strategic merge patch (built-in kinds only).
+ */
+export function decodePatch(
+  kind: PatchKind,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  limitBytes = MAX_BODY_BYTES,
+  mergeKeys: Record<string, string> = {},
+): { apply: (current: unknown) => unknown; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
-  const patch = decodeJSON(buf, 'patch');
+  const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);
   if (kind === 'merge') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return (current) => mergePatch(current, patch);
+    return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
-    return (current) => strategicMergePatch(current, patch, mergeKeys);
+    return { apply: (current) => checkPatchedSize(strategicMergePatch(current, patch, mergeKeys), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {
     throw new status.StatusError({
-      ...status.entityTooLarge(MAX_BODY_BYTES).status,
+      ...status.entityTooLarge(limitBytes).status,
       message: `the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPS}, got ${patch.length}`,
     });
   }
-  const bad = validatePatch(patch as any);
-  if (bad) throw status.badRequest(`invalid JSON patch: ${bad.message.split('\n')[0]}`);
-  return (current) => {
-    try {
-      return applyPatch(current, patch as any, true, false).newDocument;
-    } catch (e) {
-      const msg = (e as Error).message.split('\n')[0];
-      throw new status.StatusError({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: `the server rejected our request due to an error in our request: ${msg}`,
-        reason: 'Invalid',
-        details: { causes: [{ reason: 'FieldValueInvalid', message: msg, field: 'patch' }] },
-        code: 422,
-      });
-    }
-  };
+  const bad = validatePatch(patch as Operation[]);
+  if (bad) throw status.badRequest(`invalid JSON patch: operation ${bad.index ?? 0}: ${patchShapeError(bad.name)}`);
+  return { apply: (current) => applyJSONPatch(current, patch as Operation[], limitBytes), warnings };
+}
+
+/** fast-json-patch's validation errors, reworded (its messages quote its own internals). */
+function patchShapeError(name: string): string {
+  switch (name) {
+    case 'OPERATION_NOT_AN_OBJECT':
+      return 'each operation must be a JSON object';
+    case 'OPERATION_OP_INVALID':
+      return '"op" must be one of add, remove, replace, move, copy, test';
+    case 'OPERATION_PATH_INVALID':
+      return '"path" must be a JSON pointer string';
+    case 'OPERATION_FROM_REQUIRED':
+      return '"from" is required for move and copy';
+    case 'OPERATION_VALUE_REQUIRED':
+      return '"value" is required for add, replace and test';
+    case 'OPERATION_VALUE_CANNOT_CONTAIN_UNDEFINED':
+      return '"value" is not valid JSON';
+    default:
+      return 'the operation is malformed';
+  }
 }
 
 function optionsKind(verb: string): string {
