@@ -73,6 +73,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     maxRequestBytes: opts.maxRequestBytes,
+    connections: opts.connections,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
