@@ -317,7 +317,16 @@ export class Registry {
  * objects do; wildcard clients key their caches on it. The server owns the annotation.
  */
 function stampCluster(ctx: RequestContext, obj: KubeObject): void {
-  if (ctx.cluster === DEFAULT_CLUSTER) return;
+  if (ctx.cluster === DEFAULT_CLUSTER) {
+    // No client may claim a logical cluster: in the default cluster the annotation is dropped.
+    const annotations = obj.metadata.annotations;
+    if (annotations && KCP_CLUSTER_ANNOTATION in annotations) {
+      const { [KCP_CLUSTER_ANNOTATION]: _claimed, ...rest } = annotations;
+      if (Object.keys(rest).length === 0) delete obj.metadata.annotations;
+      else obj.metadata.annotations = rest;
+    }
+    return;
+  }
   obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
 }
 

@@ -19,7 +19,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from '../types.js';
-import { WatchCache, listAt, type ResourceCache } from '../watch-cache.js';
+import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
 import { leaseScript, writeScript } from './scripts.js';
 
@@ -322,8 +322,7 @@ class RedisStore implements Store {
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
     const st = await this.state(res);
     if (opts.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
-    if (opts.atRV !== undefined) return { items: listAt(st.rc, opts), resourceVersion: opts.atRV };
-    return { items: st.rc.list(opts.cluster, opts.namespace), resourceVersion: st.rc.syncedRV };
+    return { ...listFromCache(st.rc, opts, st.rc.syncedRV), resourceVersion: opts.atRV ?? st.rc.syncedRV };
   }
 
   create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
