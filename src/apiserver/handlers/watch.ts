@@ -143,9 +143,21 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     return;
   }
   if (closed) handle.stop();
-  const timeoutSeconds = opts.timeoutSeconds ?? h.state.minRequestTimeoutSeconds * (1 + Math.random());
-  timer = setTimeout(finish, timeoutSeconds * 1000);
+  timer = setTimeout(finish, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
   void h.state.shuttingDown.then(finish);
+}
+
+/** Node timers hold at most 2^31-1 ms; a longer delay fires at once (with a warning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * How long a watch lasts: timeoutSeconds when given and non-zero (0 means "the server's default",
+ * as in kube-apiserver), else minRequestTimeout randomised up to twice that; clamped to what a
+ * timer can hold, so 2147484 s and above do not overflow into an immediate end.
+ */
+export function watchTimeoutMs(timeoutSeconds: number | undefined, minRequestTimeoutSeconds: number): number {
+  const seconds = timeoutSeconds ? timeoutSeconds : minRequestTimeoutSeconds * (1 + Math.random());
+  return Math.min(seconds * 1000, MAX_TIMER_MS);
 }
 
 // One event reaches every watcher of its resource: encode its JSON line once per event type and
