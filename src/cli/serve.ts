@@ -55,6 +55,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisUrl: opts.redisUrl,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
+    log,
   });
   let engine: Promise<GitEngine> | undefined;
   const git = () =>

@@ -24,6 +24,8 @@ export interface StoreOptions {
   redisClusterNodes?: string[];
   /** Watch history per resource (default 10,000 events). */
   eventLogRetention?: number;
+  /** Redis: where connection loss and recovery are reported. */
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -44,6 +46,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         keyPrefix: prefix,
         redisOptions: { ...target.redisOptions, ...options.redisOptions },
         eventLogRetention: options.eventLogRetention,
+        log: options.log,
       });
     }
     default:
