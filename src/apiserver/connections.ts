@@ -9,6 +9,7 @@ import type { Http2SecureServer, Http2Session, ServerHttp2Stream } from 'node:ht
 import { constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../metrics/logger.js';
+import * as status from '../api/status.js';
 
 export interface ConnectionLimits {
   /** Idle HTTP/2 sessions and HTTP/1.1 connections are closed after this long (ms). */
@@ -102,4 +103,19 @@ function requestReceived(stream: ServerHttp2Stream): boolean {
 
 function isSession(x: unknown): x is Http2Session {
   return typeof (x as Http2Session).goaway === 'function';
+}
+
+/**
+ * fastify's clientErrorHandler: HTTP/1.1 requests the parser refuses (headers too large, garbage,
+ * too slow) get a metav1.Status body like every other error, then the connection is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(status.malformedHTTP(code).status);
+  const reason = code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }

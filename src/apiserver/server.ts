@@ -17,7 +17,7 @@ import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
-import { DEFAULT_CONNECTION_LIMITS, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
+import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
@@ -92,6 +92,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
+    clientErrorHandler,
     forceCloseConnections: true,
     // URLs fastify cannot decode (bad percent-encoding) must still get a Status body, not fastify's own JSON.
     frameworkErrors: (err: any, _req: FastifyRequest, reply: FastifyReply) => {

@@ -137,7 +137,12 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   } catch (e) {
     // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
     // what the watch cache does, and what client-go turns into a re-list.
-    const s = e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
+    let s: status.Status;
+    if (e instanceof StorageError) s = statusFor(e);
+    else {
+      h.state.log.error('watch failed to start', { resource: def.plural, error: String((e as Error)?.stack ?? e) });
+      s = status.internalError('the watch could not be started; the server logged why').status;
+    }
     write(encode('ERROR', s));
     finish();
     return;
