@@ -8,7 +8,7 @@ import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/types.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
@@ -31,6 +31,8 @@ export interface ServerConfig {
   authenticator: Authenticator;
   authorizer: Authorizer;
   alwaysAllowPaths: string[];
+  /** Non-resource paths an anonymous client may be authorized for (RBAC's system:public-info-viewer). */
+  anonymousPaths?: string[];
   log: Logger;
   version: Record<string, string>;
   /** Per-resource behaviour (e.g. CommitRequest's submitter and assert-author). */
@@ -193,6 +195,7 @@ async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promis
   for (const h of res.consumedHeaders ?? []) delete req.headers[h.toLowerCase()];
   if (res.kind === 'user') return res.user;
   if (res.kind === 'anonymous' && pathMatches(ctx.cfg.alwaysAllowPaths, path)) return undefined;
+  if (res.kind === 'anonymous' && ctx.cfg.anonymousPaths?.includes(path)) return ANONYMOUS_USER;
   throw status.unauthorized();
 }
 
