@@ -171,7 +171,7 @@ export class Registry {
     ctx: RequestContext,
     namespace: string,
     name: string,
-    apply: (current: KubeObject) => unknown,
+    apply: (current: KubeObject) => unknown | Promise<unknown>,
     opts: WriteOptions,
     subresource: string,
   ): Promise<WriteResult> {
@@ -181,7 +181,7 @@ export class Registry {
       // can only come from the client: an optimistic-lock precondition, never retried.
       const base = clone(old);
       delete base.metadata.resourceVersion;
-      const patched = this.checkBody(apply(base), namespace, name);
+      const patched = this.checkBody(await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
       const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
