@@ -201,8 +201,8 @@ async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<v
       }
     : { user, verb: info.verb === 'head' ? 'get' : info.verb, resourceRequest: false, path: info.path };
   // A kcp workspace's requests are authorized by that workspace (as assert-author already was);
-  // the default cluster and the read-only wildcard are authorized by the hosting cluster itself.
-  if (info.cluster !== DEFAULT_CLUSTER && info.cluster !== '*') attrs.cluster = info.cluster;
+  // the default cluster by the hosting cluster; the wildcard only by an explicit grant for it.
+  if (info.cluster !== DEFAULT_CLUSTER) attrs.cluster = info.cluster;
   let decision: string;
   let reason: string | undefined;
   try {

@@ -47,8 +47,10 @@ export interface Attributes {
   subresource?: string;
   name?: string;
   /**
-   * kcp logical cluster the request addressed (`/clusters/<name>/...`). Delegated authorization sends
-   * its SubjectAccessReview to that workspace; RBAC and AlwaysAllow ignore it.
+   * kcp logical cluster the request addressed (`/clusters/<name>/...`; undefined = the default
+   * cluster; `*` = the wildcard). Delegated authorization sends its SubjectAccessReview to that
+   * workspace; RBAC evaluates only the grants of that cluster; the wildcard needs
+   * system:masters or a --wildcard-cluster-groups group.
    */
   cluster?: string;
 }
