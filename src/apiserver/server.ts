@@ -6,7 +6,7 @@ import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
-import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
+import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
 import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
@@ -184,6 +184,22 @@ async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promis
   throw status.unauthorized();
 }
 
+/** Impersonation headers: authorized for the authenticated user, then the request is the impersonated user's. */
+async function actAs(ctx: Ctx, req: FastifyRequest, user: UserInfo, info: RequestInfo): Promise<UserInfo> {
+  const r = await impersonate(ctx.cfg.authorizer, user, req.raw.rawHeaders, info.cluster === DEFAULT_CLUSTER ? undefined : info.cluster);
+  switch (r.kind) {
+    case 'none':
+      return user;
+    case 'bad':
+      throw status.badRequest(r.message);
+    case 'forbidden':
+      throw status.forbidden(forbiddenMessage(r.attrs, r.reason), forbiddenDetails(r.attrs));
+    case 'user':
+      for (const h of r.consumed) delete req.headers[h.toLowerCase()];
+      return r.user;
+  }
+}
+
 async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<void> {
   if (user.groups.includes(SYSTEM_MASTERS)) return;
   if (!info.isResourceRequest && pathMatches(ctx.cfg.alwaysAllowPaths, info.path)) return;
@@ -228,7 +244,8 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
     throw e;
   }
   (req as unknown as { k8s?: RequestInfo }).k8s = info;
-  const user = await authenticate(ctx, req, info.path);
+  const authenticated = await authenticate(ctx, req, info.path);
+  const user = authenticated && (await actAs(ctx, req, authenticated, info));
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
   return serveResource(ctx, req, reply, info, query, user!);

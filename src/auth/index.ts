@@ -14,3 +14,5 @@ export { submitterFromUser, stampSubmitter, preserveSubmitter, DISPLAY_NAME_CLAI
 export type { Submitter } from './submitter.js';
 export { peerChainFromSocket } from './x509.js';
 export { AuthorizationUnavailableError } from './delegated.js';
+export { impersonate } from './impersonation.js';
+export type { ImpersonationResult } from './impersonation.js';
