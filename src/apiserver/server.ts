@@ -6,8 +6,8 @@ import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
-import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
+import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
@@ -154,25 +154,33 @@ interface Ctx {
   metrics: ServerMetrics;
 }
 
-// The peer chain of a connection never changes, so it is read once per connection. Over HTTP/2
-// `req.raw.socket` is a new proxy per stream; the session object is what stays the same.
-const chainByConnection = new WeakMap<object, X509Certificate[] | null>();
+// The peer chain of a connection and the handshake's verdict on it never change, so they are read
+// once per connection. Over HTTP/2 `req.raw.socket` is a new proxy per stream; the session object
+// is what stays the same.
+interface Peer {
+  chain?: X509Certificate[];
+  verified?: PeerVerification;
+}
+const peerByConnection = new WeakMap<object, Peer>();
 
-function peerChain(req: FastifyRequest): X509Certificate[] | undefined {
+function peerOf(req: FastifyRequest): Peer {
   const raw = req.raw as unknown as { socket?: TLSSocket; stream?: { session?: object } };
   const conn: object | undefined = raw.stream?.session ?? raw.socket;
-  if (!conn) return undefined;
-  const known = chainByConnection.get(conn);
-  if (known !== undefined) return known ?? undefined;
+  if (!conn) return {};
+  const known = peerByConnection.get(conn);
+  if (known) return known;
   const socket = raw.socket;
   const chain = socket && typeof socket.getPeerCertificate === 'function' ? peerChainFromSocket(socket) : undefined;
-  chainByConnection.set(conn, chain ?? null);
-  return chain;
+  const peer: Peer = chain ? { chain, verified: peerVerificationFromSocket(socket!) } : {};
+  peerByConnection.set(conn, peer);
+  return peer;
 }
 
 async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
+  const peer = peerOf(req);
   const res = await ctx.cfg.authenticator.authenticate({
-    peerChain: peerChain(req),
+    peerChain: peer.chain,
+    peerVerified: peer.verified,
     headers: req.headers,
     rawHeaders: req.raw.rawHeaders,
   });

@@ -15,10 +15,19 @@ export const ANONYMOUS_USER: UserInfo = Object.freeze({
   groups: ['system:unauthenticated'],
 }) as UserInfo;
 
+/** The TLS handshake's verdict on the peer chain (OpenSSL verified it against every trusted bundle). */
+export interface PeerVerification {
+  authorized: boolean;
+  /** OpenSSL's verify error code when not authorized, e.g. CERT_HAS_EXPIRED, INVALID_PURPOSE. */
+  error?: string;
+}
+
 /** What an authenticator sees of a request. */
 export interface AuthnRequest {
-  /** The TLS peer chain, leaf first, as presented by the client; undefined without a client certificate. */
+  /** The TLS peer chain, leaf first, completed up to its root; undefined without a client certificate. */
   peerChain?: X509Certificate[];
+  /** The handshake's verification of peerChain; without it no certificate authenticates. */
+  peerVerified?: PeerVerification;
   headers: IncomingHttpHeaders;
   /** Node's raw header list (name, value, name, value...), so repeated headers stay separate lines. */
   rawHeaders: string[];
