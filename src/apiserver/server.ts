@@ -11,7 +11,7 @@ import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, t
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
-import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
+import { createServerMetrics, requestLabels, type ServerMetrics } from '../metrics/metrics.js';
 import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
@@ -38,6 +38,8 @@ export interface ServerConfig {
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
+  /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
+  maxRequestBytes?: number;
 }
 
 export interface BuiltServer {
@@ -49,11 +51,13 @@ export interface BuiltServer {
 }
 
 const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const SERVED_RESOURCES: ReadonlySet<string> = new Set(RESOURCES.map((r) => r.plural));
 
 export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
   let signalShutdown!: () => void;
   const metrics = cfg.metrics ?? createServerMetrics();
+  const maxRequestBytes = cfg.maxRequestBytes ?? MAX_BODY_BYTES;
   const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
     store,
@@ -61,6 +65,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
     metrics,
+    maxRequestBytes,
   };
   const registries = new Map<string, Registry>();
   for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
@@ -78,7 +83,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
     },
-    bodyLimit: MAX_BODY_BYTES,
+    bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
     forceCloseConnections: true,
@@ -101,12 +106,12 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxRequestBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: any, req, reply) => {
     if (err instanceof status.StatusError) return sendStatus(reply, err.status, err.headers);
     if (err?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err?.statusCode === 413) {
-      return sendStatus(reply, status.entityTooLarge(MAX_BODY_BYTES).status);
+      return sendStatus(reply, status.entityTooLarge(maxRequestBytes).status);
     }
     if (typeof err?.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return sendStatus(reply, status.badRequest(String(err.message ?? 'bad request')).status);
@@ -118,10 +123,9 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
 
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
-    const verb = info ? (info.isResourceRequest ? info.verb : info.verb.toUpperCase()) : req.method;
-    const resource = info?.resource ?? '';
-    metrics.requests.inc({ verb, resource, code: String(reply.statusCode) });
-    metrics.requestDuration.observe({ verb, resource }, reply.elapsedTime / 1000);
+    const labels = requestLabels({ ...info, method: req.method }, GROUP, VERSION, SERVED_RESOURCES);
+    metrics.requests.inc({ ...labels, code: String(reply.statusCode) });
+    metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
     done();
   });
   const ctx = { cfg, state, registries, discovery, openapi, metrics };

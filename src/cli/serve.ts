@@ -87,6 +87,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    maxRequestBytes: opts.maxRequestBytes,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
