@@ -5,7 +5,8 @@ import { resolve } from 'node:path';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
-import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/index.js';
+// Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
+import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
 
 export class FlagError extends Error {}
 
