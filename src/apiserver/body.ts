@@ -2,7 +2,7 @@
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
 import { parse as parseYAML } from 'yaml';
 import fastJsonPatch from 'fast-json-patch';
-import { invalidValue, notSupported, tooLong } from '../api/field-errors.js';
+import { invalidValue, notSupported, required, tooLong } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
@@ -53,22 +53,29 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-export type PatchKind = 'merge' | 'json';
+export type PatchKind = 'merge' | 'json' | 'apply';
 
 export function patchKind(contentType: string | undefined): PatchKind {
   const mt = mediaType(contentType);
   if (mt === 'application/merge-patch+json') return 'merge';
   if (mt === 'application/json-patch+json') return 'json';
-  if (mt === 'application/apply-patch+yaml') {
-    throw status.unsupportedMediaType(
-      'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch',
-    );
-  }
+  if (mt === 'application/apply-patch+yaml') return 'apply';
   throw status.unsupportedPatchType();
 }
 
+/** The body of a server-side apply: a (partial) object in YAML or JSON (JSON is YAML). */
+export function decodeApplyPatch(body: unknown): unknown {
+  const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+  if (buf.length === 0) throw status.badRequest('the request body is empty; expected an apply configuration');
+  const config = decodeYAML(buf, 'apply configuration');
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw status.badRequest('the apply configuration must be a YAML or JSON object');
+  }
+  return config;
+}
+
 /** Returns a function that applies the decoded patch to a current object. */
-export function decodePatch(kind: PatchKind, body: unknown): (current: unknown) => unknown {
+export function decodePatch(kind: Exclude<PatchKind, 'apply'>, body: unknown): (current: unknown) => unknown {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
   const patch = decodeJSON(buf, 'patch');
@@ -87,6 +94,12 @@ export function decodePatch(kind: PatchKind, body: unknown): (current: unknown) 
   }
   const bad = validatePatch(patch as any);
   if (bad) throw status.badRequest(`invalid JSON patch: ${bad.message.split('\n')[0]}`);
+  // Patches see the object without its resourceVersion (the registry treats one in the result as
+  // the client's precondition), so `replace` of it — kubectl's managedFields migration sends one —
+  // works as `add` would.
+  for (const op of patch as Array<{ op: string; path: string }>) {
+    if (op.op === 'replace' && op.path === '/metadata/resourceVersion') op.op = 'add';
+  }
   return (current) => {
     try {
       return applyPatch(current, patch as any, true, false).newDocument;
@@ -118,6 +131,7 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   let fieldManager = q.get('fieldManager') ?? '';
   if (fieldManager.length > 128) throw status.invalidOptions(kind, [tooLong('fieldManager', 128)]);
   if (/[^\x20-\x7e]/.test(fieldManager)) throw status.invalidOptions(kind, [invalidValue('fieldManager', fieldManager, 'must only contain printable characters')]);
+  if (isApply && fieldManager === '') throw status.invalidOptions(kind, [required('fieldManager', 'is required for apply patch')]);
   if (fieldManager === '') fieldManager = (userAgent ?? 'unknown').split('/')[0]!.slice(0, 128) || 'unknown';
   const fv = q.get('fieldValidation');
   let fieldValidation: FieldValidation = 'Strict';
@@ -131,5 +145,8 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   if (force !== null && !isApply) {
     throw status.invalidOptions(kind, [{ type: 'FieldValueForbidden', field: 'force', detail: 'may not be specified for non-apply patch' }]);
   }
-  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation };
+  if (force !== null && force !== '' && force !== 'true' && force !== 'false') {
+    throw status.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
+  }
+  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation, force: force === 'true' };
 }

@@ -2,7 +2,7 @@
 import * as status from '../../api/status.js';
 import type { DeleteOptions } from '../../registry/registry.js';
 import type { KubeObject } from '../../storage/types.js';
-import { decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
+import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiate } from '../negotiation.js';
 import { send } from '../respond.js';
 import { partialObjectMetadata } from '../representation.js';
@@ -33,7 +33,13 @@ export async function handleUpdate(h: HandlerContext): Promise<void> {
 export async function handlePatch(h: HandlerContext): Promise<void> {
   // The content type is checked before anything else, as kube-apiserver does.
   const kind = patchKind(h.req.headers['content-type']);
-  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent']);
+  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent'], kind === 'apply');
+  if (kind === 'apply') {
+    const config = decodeApplyPatch(h.req.body);
+    const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config, opts, h.info.subresource);
+    respondObject(h, created ? 201 : 200, object, warnings);
+    return;
+  }
   const apply = decodePatch(kind, h.req.body);
   const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, apply, opts, h.info.subresource);
   respondObject(h, 200, object, warnings);
