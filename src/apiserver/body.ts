@@ -119,6 +119,11 @@ export function decodePatch(kind: Exclude<PatchKind, 'apply'>, body: unknown): (
   };
 }
 
+const BOOLS: Record<string, boolean> = Object.fromEntries([
+  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((k) => [k, true]),
+  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((k) => [k, false]),
+]);
+
 function optionsKind(verb: string): string {
   return verb === 'create' ? 'CreateOptions' : verb === 'patch' ? 'PatchOptions' : 'UpdateOptions';
 }
@@ -145,8 +150,8 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   if (force !== null && !isApply) {
     throw status.invalidOptions(kind, [{ type: 'FieldValueForbidden', field: 'force', detail: 'may not be specified for non-apply patch' }]);
   }
-  if (force !== null && force !== '' && force !== 'true' && force !== 'false') {
-    throw status.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
-  }
-  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation, force: force === 'true' };
+  // Go's strconv.ParseBool, which decodes the query parameter in kube-apiserver.
+  const forced = force === null || force === '' ? false : BOOLS[force];
+  if (forced === undefined) throw status.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
+  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation, force: forced };
 }
