@@ -213,10 +213,11 @@ function dropNulls(v: unknown): unknown {
   return out;
 }
 
+/** A shallow view without managedFields (the walkers treat undefined as absent and never mutate). */
 function withoutManaged(o: KubeObject): KubeObject {
-  const c = clone(o);
-  if (c.metadata) delete c.metadata.managedFields;
-  return c;
+  if (!o.metadata) return o;
+  const { managedFields: _m, ...metadata } = o.metadata;
+  return { ...o, metadata } as KubeObject;
 }
 
 function setManaged(obj: KubeObject, managed: Managed): void {

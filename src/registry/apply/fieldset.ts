@@ -128,16 +128,13 @@ export class FieldSet {
   /** fieldsV1 JSON, keys in the order a Go map encodes them (what clients see from a CRD). */
   toFieldsV1(): Record<string, unknown> {
     const entries: Array<[string, unknown]> = [];
-    for (const [k] of this.members) {
-      if (!this.children.has(k)) entries.push([k, {}]);
-    }
+    for (const k of this.members.keys()) if (!this.children.has(k)) entries.push([k, {}]);
     for (const [k, c] of this.children) {
-      if (c.set.empty()) {
-        if (this.members.has(k)) entries.push([k, {}]);
-        continue;
-      }
       const inner = c.set.toFieldsV1();
-      entries.push([k, this.members.has(k) ? { '.': {}, ...inner } : inner]);
+      const member = this.members.has(k);
+      if (Object.keys(inner).length === 0) {
+        if (member) entries.push([k, {}]);
+      } else entries.push([k, member ? { '.': {}, ...inner } : inner]);
     }
     entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return Object.fromEntries(entries);

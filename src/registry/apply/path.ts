@@ -23,10 +23,14 @@ export function keyElement(fields: Array<[string, unknown]>): PathElement {
  * JSON as Go's encoding/json writes it (kube-apiserver's fieldsV1 keys come from there): object keys
  * sorted, and <, >, &, U+2028, U+2029 escaped. Equal values always encode to equal strings.
  */
+const GO_ESCAPED = /[<>&\u2028\u2029]/;
+const GO_ESCAPED_ALL = /[<>&\u2028\u2029]/g;
+
 export function goJSON(v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'string') {
-    return JSON.stringify(v).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const j = JSON.stringify(v);
+    return GO_ESCAPED.test(j) ? j.replace(GO_ESCAPED_ALL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : j;
   }
   if (typeof v === 'number' || typeof v === 'boolean') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(goJSON).join(',')}]`;
