@@ -62,10 +62,13 @@ export function decodeManagedFields(entries: unknown): Managed {
   return out;
 }
 
-/** `managedFields: []` (or one empty entry) in a request resets ownership, as in kube. */
+/**
+ * `managedFields: [{}]` in a request resets ownership. An empty list does not (so a client that
+ * does not know the field cannot strip it): for custom resources kube drops `[]` while decoding
+ * metadata, and we behave as it does.
+ */
 export function isResetRequest(entries: unknown): boolean {
   if (!Array.isArray(entries)) return false;
-  if (entries.length === 0) return true;
   if (entries.length === 1) {
     const e = entries[0];
     return e !== null && typeof e === 'object' && Object.values(e as object).every((v) => v === undefined || v === '' || v === null);
