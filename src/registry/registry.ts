@@ -141,13 +141,13 @@ export class Registry {
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
     await this.hooks.beforeCreate?.(ctx, obj, opts);
-    stampCluster(ctx, obj);
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
     meta.generation = 1;
     if (appliedManaged === undefined) this.fields.update(undefined, obj, undefined, opts.fieldManager, '');
     else obj.metadata.managedFields = appliedManaged as never;
+    stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
     for (let attempt = 1; ; attempt++) {
       if (!hasName) meta.name = generateName(meta.generateName!);
       if (opts.dryRun) {
@@ -292,12 +292,12 @@ export class Registry {
       }
     }
     await this.hooks.beforeUpdate?.(ctx, next, old, subresource);
-    stampCluster(ctx, next);
     if (specChanged(old, next)) m.generation = (o.generation ?? 1) + 1;
     if (applied) {
       if (requestManaged === undefined) delete m.managedFields;
       else m.managedFields = requestManaged;
     } else this.fields.update(old, next, requestManaged, opts.fieldManager, subresource);
+    stampCluster(ctx, next); // after ownership: the server's annotation belongs to no manager
     // A write that changes nothing but managedFields timestamps stores nothing (kube's
     // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.
     if (sameIgnoringManagedTimes(next, old)) return { object: old, warnings };

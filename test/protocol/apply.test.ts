@@ -200,3 +200,18 @@ describe('managedFields on every write path', () => {
     assert.equal(main.body.status.conditions[0].status, 'True', 'status is written through /status only');
   });
 });
+
+describe('kcp logical clusters', () => {
+  test('apply and create under /clusters/<name>: the server\'s kcp.io/cluster annotation is owned by nobody', async () => {
+    const base = `/clusters/ws1${ns('kcp')}`;
+    const a = await apply(`${base}/applied`, gitTarget('applied', 'kcp'), '?fieldManager=mgr');
+    assert.equal(a.status, 201, a.text);
+    assert.deepEqual(a.body.metadata.annotations, { 'kcp.io/cluster': 'ws1' });
+    assert.deepEqual(managed(a), [entry('mgr', 'Apply', { 'f:spec': { 'f:branch': {}, 'f:path': {}, 'f:repository': { 'f:url': {} } } })]);
+    const c = await server.request('POST', `${base}?fieldManager=creator`, { body: gitTarget('created', 'kcp') });
+    assert.equal(c.status, 201, c.text);
+    assert.equal(JSON.stringify(managed(c)).includes('kcp.io'), false, JSON.stringify(managed(c)));
+    const again = await apply(`${base}/applied`, gitTarget('applied', 'kcp'), '?fieldManager=mgr');
+    assert.equal(again.body.metadata.resourceVersion, a.body.metadata.resourceVersion, 'no-op');
+  });
+});
