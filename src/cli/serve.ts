@@ -4,7 +4,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
-import { createStore } from '../storage/index.js';
+import { createStore, type Store } from '../storage/index.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
@@ -20,6 +20,8 @@ export interface Running {
    * branch via leases in the store. Loaded on first use; the worker starts on the first commit.
    */
   git(): Promise<CommitEngine>;
+  /** The store this process serves (benchmarks and tests seed it directly). */
+  store: Store;
   /** The controllers of this replica (none with --controllers=none). */
   controllers: RunningControllers | undefined;
   url: string;
@@ -108,6 +110,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   return {
     server,
     git,
+    store,
     controllers,
     url,
     async stop() {
