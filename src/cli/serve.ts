@@ -5,6 +5,7 @@ import { buildAuthentication, buildAuthorization, type AuthLogger } from '../aut
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore, type Store } from '../storage/index.js';
+import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
@@ -34,6 +35,18 @@ function authLogger(log: Logger): AuthLogger {
 
 export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.logLevel)): Promise<Running> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // Before anything is written into the directory (certificates, store, kubeconfig).
+  const lock = lockDataDir(opts.dataDir);
+  if (lock.tookOver) log.warn('took over a stale data directory lock', { lock: lock.path, previousPid: lock.tookOver.pid, previousHost: lock.tookOver.host });
+  try {
+    return await serveLocked(opts, log, lock.release);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+}
+
+async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => void): Promise<Running> {
   const clientHost = opts.bindAddress === '0.0.0.0' || opts.bindAddress === '::' ? '127.0.0.1' : opts.bindAddress;
   let certPem: string;
   let keyPem: string;
@@ -61,6 +74,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisUrl: opts.redisUrl,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
+    warn: (m, f) => log.warn(m, f),
   });
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
@@ -74,15 +88,23 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     authenticator: authn.authenticator,
     authorizer: authz.authorizer,
     alwaysAllowPaths: authz.alwaysAllowPaths,
+    anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
+    maxRequestBytes: opts.maxRequestBytes,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode });
+  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
+  let controllers: RunningControllers | undefined;
+  if (opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
+  }
   if (devAdmin) {
     const kubeconfig = join(opts.dataDir, 'admin.kubeconfig');
     writeFileSync(
@@ -100,12 +122,6 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
-  // Start-up step: the controllers, once the API serves (they read and write through the same store).
-  let controllers: RunningControllers | undefined;
-  if (opts.controllers.size > 0) {
-    const { startControllers } = await import('../controllers/index.js');
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
-  }
   let stopped = false;
   return {
     server,
@@ -122,6 +138,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
       authn.close();
       authz.close();
       await store.close();
+      releaseLock();
     },
   };
 }
