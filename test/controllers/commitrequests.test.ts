@@ -30,10 +30,8 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   await h.running.sink!.add(key, [configMap('b', { v: '1' })]);
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await git('/', 'ls-remote', remote.authURL('config'))).trim(), '', 'no commit before the request');
-  const started = Date.now();
   await createCommitRequest(h.store, 'save-1', 'tenants', { message: 'Raise the replica count\n\nbecause load' }, { username: 'alice' });
   const cr = await finished(h.store, 'save-1');
-  const took = Date.now() - started;
   assert.deepEqual(conditions(cr), ['AuthorAttributed=True/Submitter', 'Pushed=True/Pushed', 'Ready=True/Committed', 'Reconciling=False/Committed', 'Stalled=False/Committed']);
   const c = await cloneAndCheck(remote.authURL('config'), 'main');
   t.after(c.cleanup);
@@ -42,7 +40,6 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   const st = cr.status as { sha: string; branch: string };
   assert.equal(st.sha, (await git(c.dir, 'rev-parse', 'HEAD')).trim());
   assert.equal(st.branch, 'main');
-  assert.ok(took < 2000, `create→Committed took ${took} ms`);
 });
 
 test('asserted author and claims extras; a second request waits for the next window; NothingToCommit; missing and not-Ready targets fail at once', { timeout: 60_000 }, async (t) => {
