@@ -7,6 +7,7 @@ import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } fr
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 // Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
+import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
 
 export class FlagError extends Error {}
 
@@ -35,6 +36,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
+  { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
   { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
 ];
 
@@ -55,6 +57,7 @@ export interface ServeOptions {
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
+  controllers: Set<ControllerName>;
   authn: AuthnOptions;
   authz: AuthzOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
@@ -132,6 +135,12 @@ export function parseServeFlags(argv: string[]): ServeOptions {
   const securePort = int(values, 'secure-port', 1, 65535);
   const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
   const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
+  let controllers: Set<ControllerName>;
+  try {
+    controllers = parseControllers(values['controllers']!);
+  } catch (e) {
+    throw new FlagError(`--controllers: ${(e as Error).message}`);
+  }
   const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
@@ -162,6 +171,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     connections,
     logLevel,
     committer,
+    controllers,
     authn: auth.authn,
     authz: auth.authz,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
