@@ -6,6 +6,8 @@ import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type Auth
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/index.js';
+import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
+import { parseDuration } from '../auth/index.js';
 
 export class FlagError extends Error {}
 
@@ -50,12 +52,17 @@ export interface ServeOptions {
   committer: { name: string; email: string };
   authn: AuthnOptions;
   authz: AuthzOptions;
+  registration: RegistrationOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
 }
 
 export function allServeFlags(): Flag[] {
-  return [...SERVE_FLAGS, ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default }))];
+  return [
+    ...SERVE_FLAGS,
+    ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
+    ...REGISTRATION_FLAGS,
+  ];
 }
 
 export function helpText(): string {
@@ -132,6 +139,14 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     if (e instanceof AuthFlagError) throw new FlagError(e.message);
     throw e;
   }
+  let registration: RegistrationOptions;
+  try {
+    const hostingConfigured = !!values['kubeconfig'] || !!process.env.KUBERNETES_SERVICE_HOST;
+    registration = parseRegistrationFlags(values, hostingConfigured, parseDuration);
+  } catch (e) {
+    if (e instanceof RegistrationFlagError) throw new FlagError(e.message);
+    throw e;
+  }
   return {
     securePort,
     bindAddress: values['bind-address']!,
@@ -149,6 +164,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     committer,
     authn: auth.authn,
     authz: auth.authz,
+    registration,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
   };
 }

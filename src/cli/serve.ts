@@ -10,6 +10,8 @@ import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
 import type { GitEngine } from '../git/index.js';
+import { createServerMetrics } from '../metrics/metrics.js';
+import { startRegistration, type RunningRegistration } from './registration.js';
 
 export interface Running {
   server: BuiltServer;
@@ -32,6 +34,8 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  /** The CA that signed the serving certificate when we generated it (the APIService caBundle). */
+  let generatedCAFile: string | undefined;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
@@ -42,6 +46,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     });
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
+    generatedCAFile = pki.caFile;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
       devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
@@ -62,6 +67,8 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
       ({ GitEngine }) =>
         new GitEngine({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
     ));
+  const metrics = createServerMetrics();
+  let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -72,6 +79,10 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    metrics,
+    healthChecks: opts.registration.enabled
+      ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]
+      : [],
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
@@ -93,6 +104,9 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
+  if (opts.registration.enabled) {
+    registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);
+  }
   let stopped = false;
   return {
     server,
@@ -101,6 +115,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     async stop() {
       if (stopped) return;
       stopped = true;
+      registration?.stop();
       await server.close();
       authn.close();
       authz.close();
