@@ -7,7 +7,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
-import { startControlPlane, until, type ControlPlane, type ClusterUser } from './fixture.js';
+import { CHART, REPO_ROOT, helmBinary, run, startControlPlane, until, type ControlPlane, type ClusterUser } from './fixture.js';
+import { join } from 'node:path';
 import { APISERVICE, NAMESPACE, SERVICE, deployReverser, mustSucceed, type Reverser } from './reverser.js';
 
 let cp: ControlPlane;
@@ -236,6 +237,35 @@ describe('controllers of kube-controller-manager work on our objects', { concurr
       const l = await cp.api('GET', `${GV}/namespaces/team-gc/commitrequests`);
       return l.status === 200 && JSON.stringify(l.body.items.map((i: any) => i.metadata.name)) === '["unowned"]';
     }, 150_000, 1000);
+  });
+});
+
+describe('the deployment manifests are accepted by the real kube-apiserver', { concurrency: false }, () => {
+  test('kubectl apply -k apiservice/ (server-side dry run after the real apply)', async () => {
+    const out = ok(await admin.run(['apply', '-k', join(REPO_ROOT, 'apiservice'), '--dry-run=server']));
+    assert.match(out, /^rolebinding\.rbac\.authorization\.k8s\.io\/reverser-apiserver-auth-reader (unchanged|configured) \(server dry run\)$/m);
+    const rb = await cp.api('GET', '/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/reverser-apiserver-auth-reader');
+    assert.equal(rb.status, 200, 'the auth-reader RoleBinding lives in kube-system');
+  });
+
+  test('the Helm chart rendered by helm template, applied with a server-side dry run', async () => {
+    const helm = await helmBinary();
+    const h = await run(helm, ['template', 'reverser', CHART, '--namespace', 'reverser-helm']);
+    assert.equal(h.code, 0, h.stderr);
+    ok(await admin.run(['create', 'namespace', 'reverser-helm']));
+    const out = ok(await admin.run(['apply', '--dry-run=server', '-f', '-'], { stdin: h.stdout }));
+    assert.deepEqual(out.trimEnd().split('\n').map((l) => l.replace(/ (created|configured|unchanged) \(server dry run\)$/, '')).sort(), [
+      'apiservice.apiregistration.k8s.io/v1alpha1.configbutler.ai',
+      'clusterrole.rbac.authorization.k8s.io/reverser:apiservice-registrar',
+      'clusterrole.rbac.authorization.k8s.io/reverser:edit',
+      'clusterrole.rbac.authorization.k8s.io/reverser:view',
+      'clusterrolebinding.rbac.authorization.k8s.io/reverser:apiservice-registrar',
+      'clusterrolebinding.rbac.authorization.k8s.io/reverser:system:auth-delegator',
+      'deployment.apps/reverser',
+      'rolebinding.rbac.authorization.k8s.io/reverser-auth-reader',
+      'service/reverser',
+      'serviceaccount/reverser',
+    ]);
   });
 });
 

@@ -51,6 +51,27 @@ export function buildBinaries(target: 'control-plane' | 'helm', deadlineMs = BUI
   });
 }
 
+export const CHART = join(REPO_ROOT, 'charts/reverser-apiserver');
+
+export async function helmBinary(): Promise<string> {
+  return join(await buildBinaries('helm'), 'helm');
+}
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in the repository root (60 s at most). */
+export function run(cmd: string, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd: REPO_ROOT, timeout: 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
 export interface ClusterUser {
   name: string;
   kubeconfig: string;

@@ -51,15 +51,15 @@ export async function deployReverser(cp: ControlPlane, opts: { refreshMs?: numbe
   const refreshMs = opts.refreshMs ?? 2000;
   const admin = new Kubectl(kubectlBinary(), cp.admin.kubeconfig);
   try {
-    // 1. The manifests, as documented.
-    mustSucceed(await admin.run(['apply', '-k', join(REPO_ROOT, 'apiservice')]), 'kubectl apply -k apiservice/');
-
-    // 2. The serving certificate and its Secret, with the command certs/generate.mjs prints.
+    // docs/deploy.md steps 3-5, in that order: the namespace, the serving certificate and its
+    // Secret (with the command certs/generate.mjs prints), the manifests.
+    mustSucceed(await admin.run(['apply', '-f', join(REPO_ROOT, 'apiservice/namespace.yaml')]), 'kubectl apply -f apiservice/namespace.yaml');
     const tlsDir = join(cp.dir, 'reverser-tls');
     const gen = await run(process.execPath, [join(REPO_ROOT, 'certs/generate.mjs'), '--out', tlsDir, '--service', SERVICE, '--namespace', NAMESPACE], REPO_ROOT);
     const printed = mustSucceed(gen, 'certs/generate.mjs').split('\n').find((l) => l.startsWith('kubectl '));
     if (!printed) throw new Error(`certs/generate.mjs printed no kubectl command:\n${gen.stdout}`);
     mustSucceed(await admin.run(printed.split(' ').slice(1)), printed);
+    mustSucceed(await admin.run(['apply', '-k', join(REPO_ROOT, 'apiservice')]), 'kubectl apply -k apiservice/');
 
     // 3. No Pods here: the Service routes to this machine instead.
     const port = await freePort();
