@@ -2,17 +2,31 @@
 // Runs the compiled test suite (dist/test/**/*.test.js) with node's built-in test runner.
 // Usage: npm test                 -> every test
 //        npm test -- git auth     -> only test files whose path contains "git" or "auth"
+//
+// Every test file has a deadline: node's --test-timeout, which (with one process per file, the
+// runner's default) cancels a file still running after TEST_FILE_TIMEOUT_MS and fails the run, so a
+// regression that hangs (a watch that never delivers, a server that never answers) fails CI instead
+// of stalling it. Waits inside tests have their own, shorter deadlines (test/support/deadline.ts).
+//
+// Environment:
+//   TEST_CONCURRENCY       test files run at once (default 2)
+//   TEST_FILE_TIMEOUT_MS   deadline per test file (default 600000: 10 min; the slowest file takes
+//                          about 2 min on a busy 2-core machine)
+//   TEST_ROOT              directory to collect *.test.js from (default dist/test); directories
+//                          named `fixtures` are skipped (they hold helpers and the runner's own
+//                          deliberately hanging fixture)
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
-const root = 'dist/test';
+const root = process.env.TEST_ROOT ?? 'dist/test';
 const files = [];
 (function walk(dir) {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
-    if (statSync(p).isDirectory()) walk(p);
-    else if (name.endsWith('.test.js')) files.push(p);
+    if (statSync(p).isDirectory()) {
+      if (name !== 'fixtures') walk(p);
+    } else if (name.endsWith('.test.js')) files.push(p);
   }
 })(root);
 const filters = process.argv.slice(2);
@@ -22,9 +36,14 @@ if (selected.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
+const fileTimeout = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 600_000);
+if (!Number.isInteger(fileTimeout) || fileTimeout <= 0) {
+  console.error(`TEST_FILE_TIMEOUT_MS must be a positive integer (milliseconds), got ${process.env.TEST_FILE_TIMEOUT_MS}`);
+  process.exit(2);
+}
 const r = spawnSync(
   process.execPath,
-  ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...selected],
+  ['--test', `--test-concurrency=${concurrency}`, `--test-timeout=${fileTimeout}`, '--test-reporter=spec', ...selected],
   { stdio: 'inherit' },
 );
 process.exit(r.status ?? 1);

@@ -3,6 +3,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import https from 'node:https';
 import { freePort } from '../support/net.js';
+import { waitMs, withDeadline } from '../support/deadline.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +73,8 @@ export function request(base: string, caPem: string, path: string, o: RequestOpt
         res.on('error', reject);
       },
     );
+    // A deadline on the whole exchange: a hung server fails the test instead of hanging it.
+    req.setTimeout(waitMs(30_000), () => req.destroy(new Error(`no response to ${o.method ?? 'GET'} ${path} within ${waitMs(30_000)} ms`)));
     req.on('error', reject);
     req.end(payload);
   });
@@ -110,7 +113,7 @@ export async function startServer(t: TestContext, ca: CA, flags: string[]): Prom
     if (exited !== undefined) return;
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exitPromise;
+    await withDeadline(exitPromise, 'the server process to exit', 15_000);
     clearTimeout(timer);
   };
   t.after(stop);
@@ -167,6 +170,7 @@ export function kubectlFor(dir: string, name: string, server: string, caPem: str
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
         resolve({ code, stdout, stderr });
       });
+      p.stdin!.on('error', () => {}); // kubectl may exit before reading its input
       p.stdin!.end(stdin ?? '');
     });
 }

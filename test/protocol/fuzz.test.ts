@@ -1,13 +1,15 @@
 // Fuzz: a few thousand random and mutated bodies, paths, query strings and headers against every
 // route. No answer may be a 5xx, every error must be a Status whose code is the HTTP status, and
-// the process must stay up. The PRNG is seeded; FUZZ_SEED=<n> reproduces a run.
+// the process must stay up. The PRNG is seeded with a fixed default (test/support/seed.ts), printed
+// by the test; FUZZ_SEED=<n> runs another sequence or reproduces a run.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { GV, gitTarget, pool, startServer, type StartedServer } from '../support/server.js';
+import { seedFrom } from '../support/seed.js';
 
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
+const SEED = seedFrom('FUZZ_SEED');
 const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
 
 function mulberry32(seed: number): () => number {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createRedisStore } from '../../src/storage/redis/store.js';
 import { StorageError, type KubeObject } from '../../src/storage/types.js';
 import { startRedis } from '../support/redis.js';
+import { until } from '../support/deadline.js';
 import { CM, Collector, cm, key, rvOf } from './contract.js';
 
 test('redis: kill redis-server while 4 clients write; nothing acknowledged is lost', async (t) => {
@@ -41,12 +42,12 @@ test('redis: kill redis-server while 4 clients write; nothing acknowledged is lo
     }
   };
   const clients = [0, 1, 2, 3].map(client);
-  while (acked.length < 400) await new Promise((r) => setTimeout(r, 5));
+  await until(() => acked.length >= 400, '400 acknowledged writes', 30_000, 5);
   await srv.kill();
   phase = 'down';
   await w.until(() => w.closed !== undefined, 'the watch to end');
   assert.equal(w.closed!.code, 'Unavailable');
-  while (failures.length < 20) await new Promise((r) => setTimeout(r, 5));
+  await until(() => failures.length >= 20, '20 failed writes while Redis is down', 30_000, 5);
   assert.match(s.unhealthyReason() ?? '', /redis/);
   await srv.restart();
   phase = 'after';

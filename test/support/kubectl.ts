@@ -5,6 +5,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import { waitMs, withDeadline } from './deadline.js';
 
 export function kubectlOnPath(): string {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -52,10 +53,12 @@ export class Kubectl {
   /** Runs kubectl to completion; `stdin` is written to its standard input. */
   run(args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<RunResult> {
     return new Promise((resolve) => {
-      const child = execFile(this.bin, this.args(args), { env: this.env(), timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const child = execFile(this.bin, this.args(args), { env: this.env(), timeout: waitMs(opts.timeoutMs ?? 60_000), killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
         resolve({ code, stdout, stderr });
       });
+      // kubectl may exit before reading its input (a quick error): EPIPE then is not the test's failure.
+      child.stdin?.on('error', () => {});
       child.stdin?.end(opts.stdin ?? '');
     });
   }
@@ -108,7 +111,7 @@ export class LongRunning {
   }
 
   /** Resolves once `pred(lines)` holds; rejects if the process exits first or after timeoutMs. */
-  waitFor(pred: (lines: string[]) => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  waitFor(pred: (lines: string[]) => boolean, what: string, timeoutMs = waitMs(20_000)): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (pred(this.lines)) {
@@ -136,6 +139,7 @@ export class LongRunning {
     if (this.exited) return;
     const gone = new Promise<void>((r) => this.child.once('exit', () => r()));
     this.child.kill('SIGTERM');
-    await gone;
+    const escalate = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    await withDeadline(gone, 'kubectl to exit', 15_000).finally(() => clearTimeout(escalate));
   }
 }

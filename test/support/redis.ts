@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { freePort } from './net.js';
+import { withDeadline } from './deadline.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -28,8 +29,9 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
   let port = await freePort();
   let proc: ChildProcess | undefined;
 
-  const launch = (): Promise<void> =>
-    new Promise((resolve, reject) => {
+  const launch = (): Promise<void> => {
+    let started: ChildProcess | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
       const args = [
         '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
         '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfsync', 'always',
@@ -37,6 +39,7 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
       ];
       const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       proc = p;
+      started = p;
       let out = '';
       const onData = (b: Buffer): void => {
         out += b.toString();
@@ -47,13 +50,17 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
       p.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
       p.once('error', reject);
     });
+    return withDeadline(ready, `redis-server on port ${port} to accept connections`, 15_000, () => started?.kill('SIGKILL'));
+  };
 
-  const waitExit = (p: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> =>
-    new Promise((resolve) => {
-      if (!p || p.exitCode !== null || p.signalCode !== null) return resolve();
-      p.once('exit', () => resolve());
-      p.kill(signal);
-    });
+  // A process that ignores the signal for 5 s gets SIGKILL; the wait itself has a deadline.
+  const waitExit = (p: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> => {
+    if (!p || p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill(signal);
+    const escalate = setTimeout(() => p.kill('SIGKILL'), 5000);
+    return withDeadline(gone, 'redis-server to exit', 15_000).finally(() => clearTimeout(escalate));
+  };
 
   // Retry once on a port taken between freePort() and the launch.
   try {

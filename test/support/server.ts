@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest, Agent } from 'node:https';
 import assert from 'node:assert/strict';
 import { freePort } from './net.js';
+import { DEFAULT_WAIT_MS, DeadlineError, waitMs, withDeadline } from './deadline.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +35,8 @@ export interface RequestOptions {
   contentType?: string;
   /** Omit the client certificate (anonymous). */
   anonymous?: boolean;
+  /** Deadline for the whole response (default 60 s). */
+  timeoutMs?: number;
 }
 
 export interface StartedServer {
@@ -96,9 +99,10 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
     });
   });
   try {
-    await ready;
+    await withDeadline(ready, 'the server to print its kubectl line', 30_000, () => child.kill('SIGKILL'));
   } catch (e) {
     rmSync(dataDir, { recursive: true, force: true });
+    if (e instanceof DeadlineError) e.message += `\nstdout:\n${out}\nstderr:\n${err}`;
     throw e;
   }
   // Servers started with a shared --cert-dir share the dev CA and admin certificate (replicas).
@@ -120,12 +124,18 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
         if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = opts.contentType ?? 'application/json';
         headers['content-length'] = String(payload.length);
       }
+      const limit = waitMs(opts.timeoutMs ?? 60_000);
+      const timer = setTimeout(() => {
+        req.destroy();
+        reject(new DeadlineError(`the response to ${method} ${path}`, limit));
+      }, limit);
       const req = httpsRequest(
         { host: '127.0.0.1', port, method, path, headers, agent: opts.anonymous ? anonAgent : agent },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
+            clearTimeout(timer);
             const text = Buffer.concat(chunks).toString('utf8');
             let body: any;
             try {
@@ -135,19 +145,28 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
             }
             resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
           });
-          res.on('error', reject);
+          res.on('error', (e) => {
+            clearTimeout(timer);
+            reject(e);
+          });
         },
       );
-      req.on('error', reject);
+      req.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
       req.end(payload);
     });
 
-  const stream = (path: string, headers: Record<string, string> = {}) =>
-    new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      const req = httpsRequest({ host: '127.0.0.1', port, method: 'GET', path, headers, agent: false, ca, cert, key }, resolve);
+  const stream = (path: string, headers: Record<string, string> = {}) => {
+    let req: import('node:http').ClientRequest;
+    const headersArrived = new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      req = httpsRequest({ host: '127.0.0.1', port, method: 'GET', path, headers, agent: false, ca, cert, key }, resolve);
       req.on('error', reject);
       req.end();
     });
+    return withDeadline(headersArrived, `the response headers of GET ${path}`, DEFAULT_WAIT_MS, () => req.destroy());
+  };
 
   return {
     url,
@@ -170,7 +189,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
         const gone = new Promise<void>((r) => child.once('exit', () => r()));
         child.kill('SIGTERM');
         const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await gone;
+        await withDeadline(gone, 'the server process to exit', 15_000);
         clearTimeout(t);
       }
       rmSync(dataDir, { recursive: true, force: true });
@@ -241,11 +260,19 @@ export class EventReader {
     else this.queue.push(ev);
   }
 
-  /** The next event, or undefined when the stream ended. */
-  next(): Promise<any> {
+  /** The next event, or undefined when the stream ended; rejects after `timeoutMs` without one. */
+  next(timeoutMs = DEFAULT_WAIT_MS): Promise<any> {
     if (this.queue.length) return Promise.resolve(this.queue.shift());
     if (this.ended) return Promise.resolve(undefined);
-    return new Promise((r) => this.waiters.push(r));
+    let waiter!: (v: any) => void;
+    const arrived = new Promise((r) => {
+      waiter = r;
+      this.waiters.push(r);
+    });
+    // On timeout the waiter leaves the queue, so a late event goes to the next caller, not to nobody.
+    return withDeadline(arrived, 'the next watch event', timeoutMs, () => {
+      this.waiters = this.waiters.filter((w) => w !== waiter);
+    });
   }
 
   /** Events received but not yet consumed. */
@@ -253,10 +280,17 @@ export class EventReader {
     return this.queue.length;
   }
 
-  /** Resolves when the stream has ended. */
-  end(): Promise<void> {
+  /** Resolves when the stream has ended; rejects after `timeoutMs` if it has not. */
+  end(timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
     if (this.ended) return Promise.resolve();
-    return new Promise((r) => this.endWaiters.push(r));
+    let waiter!: () => void;
+    const ended = new Promise<void>((r) => {
+      waiter = r;
+      this.endWaiters.push(r);
+    });
+    return withDeadline(ended, 'the watch stream to end', timeoutMs, () => {
+      this.endWaiters = this.endWaiters.filter((w) => w !== waiter);
+    });
   }
 
   close(): void {
