@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the programs the cluster tests run into a cache outside the work tree, once per
-# (go.mod, go.sum); later runs find them and return at once. Usage:
+# (go.mod, go.sum, this script); later runs find them and return at once. Usage:
 #   test/cluster/build.sh              kube-apiserver, kube-controller-manager, etcd (this module)
 #   test/cluster/build.sh helm         helm (the ./helm module), to render the chart
 #   test/cluster/build.sh all          both, control plane first
@@ -29,8 +29,8 @@ build() {
   local name=$1 dir=$2 module=$3; shift 3
   cd "$dir"
   local version key out
-  version=$(awk -v m="$module" '$1 == m { print $2; exit }' go.mod)
-  key=$(cat go.mod go.sum | sha256sum | cut -c1-12)
+  version=$(awk -v m="$module" '/^[[:space:]]*\/\// { next } { for (i = 1; i < NF; i++) if ($i == m) { print $(i + 1); exit } }' go.mod)
+  key=$(cat go.mod go.sum "$here/build.sh" | sha256sum | cut -c1-12)
   out="$root/$name-$version-$key"
   if [ ! -f "$out/.complete" ]; then
     exec 9>"$out.lock"
@@ -56,7 +56,14 @@ build() {
 }
 
 control_plane() {
-  "$go" build "${flags[@]}" -o "$out.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  # The version the binaries report (/version, kubectl version); `go build` of the module alone
+  # leaves v0.0.0-master+$Format:%H$, which kubectl cannot parse.
+  local major=${version#v}; major=${major%%.*}
+  local minor=${version#v$major.}; minor=${minor%%.*}
+  local v=k8s.io/component-base/version
+  "$go" build -mod=readonly -trimpath \
+    -ldflags="-s -w -X $v.gitVersion=$version -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z" \
+    -o "$out.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
   "$go" build "${flags[@]}" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
 }
 helm() {

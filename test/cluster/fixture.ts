@@ -1,5 +1,5 @@
 // A real Kubernetes control plane for tests: etcd, kube-apiserver (RBAC, service-account signing,
-// front proxy with a proxy client certificate, aggregator routing, a client CA for test users) and
+// front proxy with a proxy client certificate, a client CA for test users) and
 // kube-controller-manager (service-account tokens, namespace deletion, garbage collection, root CA
 // ConfigMaps), built from their Go modules by test/cluster/build.sh. Free ports, one temporary
 // directory, every wait bounded, everything stopped by stop().
@@ -207,7 +207,9 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
       `--proxy-client-cert-file=${files.proxyCrt}`, `--proxy-client-key-file=${files.proxyKey}`,
-      '--enable-aggregator-routing=true',
+      // Not --enable-aggregator-routing: its endpoint resolver refuses ExternalName Services
+      // ("unsupported service type"), and Endpoints may not point at loopback, so with no Pods the
+      // only route to a server on this machine is the cluster resolver's ExternalName support.
       // No kubelets or kube-proxy: nothing would serve the kubernetes Service's endpoints.
       '--endpoint-reconciler-type=none',
       '--profiling=false',
