@@ -1,7 +1,7 @@
 // A real Kubernetes control plane for tests: etcd, kube-apiserver (RBAC, service-account signing,
 // front proxy with a proxy client certificate, a client CA for test users) and
 // kube-controller-manager (service-account tokens, namespace deletion, garbage collection, root CA
-// ConfigMaps), built from their Go modules by test/cluster/build.sh. Free ports, one temporary
+// ConfigMaps, ClusterRole aggregation), built from their Go modules by test/cluster/build.sh. Free ports, one temporary
 // directory, every wait bounded, everything stopped by stop().
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
@@ -255,7 +255,8 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       '--bind-address=127.0.0.1', `--secure-port=${kcmPort}`,
       `--service-account-private-key-file=${files.saKey}`, `--root-ca-file=${files.ca}`,
       '--use-service-account-credentials=true',
-      '--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token,root-ca-cert-publisher',
+      // clusterrole-aggregation folds our aggregate-to-edit/view ClusterRoles into edit and view.
+      '--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token,root-ca-cert-publisher,clusterrole-aggregation',
       '--leader-elect=false',
       // Discovery of aggregated groups (ours) is re-read on this cadence by the GC and namespace controllers.
       '--profiling=false',

@@ -125,6 +125,11 @@ export async function deployReverser(cp: ControlPlane, opts: { refreshMs?: numbe
       }, 60_000, 250);
       // 6. Registered by the server itself, and the aggregator reaches it.
       mustSucceed(await admin.run(['wait', '--for=condition=Available', `apiservice/${APISERVICE}`, '--timeout=120s'], { timeoutMs: 130_000 }), 'APIService Available');
+      // kube-apiserver merges our OpenAPI into its own a moment after that (kubectl explain needs it).
+      await until('our group in kube-apiserver /openapi/v3', async () => {
+        const r = await cp.api('GET', '/openapi/v3');
+        return r.status === 200 && `apis/configbutler.ai/v1alpha1` in (r.body?.paths ?? {});
+      }, 60_000, 250);
     } catch (e) {
       await reverser.stop();
       throw new Error(`${(e as Error).message}\n--- our server's log\n${stderr}`);
