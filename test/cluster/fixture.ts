@@ -22,7 +22,10 @@ export const BUILD_DEADLINE_MS = Number(process.env.REVERSER_CLUSTER_BUILD_TIMEO
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns a truthy value; throws naming `what` after `ms`. */
+/** Thrown from an `until` callback when waiting longer cannot help (a process exited). */
+export class WaitAborted extends Error {}
+
+/** Polls `fn` until it returns a truthy value; throws naming `what` after `ms`, or at once on WaitAborted. */
 export async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 30_000, every = 200): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
@@ -31,6 +34,7 @@ export async function until<T>(what: string, fn: () => T | undefined | null | fa
       const v = await fn();
       if (v) return v;
     } catch (e) {
+      if (e instanceof WaitAborted) throw e;
       last = e;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
@@ -159,7 +163,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
     rmSync(dir, { recursive: true, force: true });
   };
   const alive = (p: Proc, what: string) => {
-    if (p.exited) throw new Error(`${p.name} exited while waiting for ${what}:\n${log(p.name).slice(-6000)}`);
+    if (p.exited) throw new WaitAborted(`${p.name} exited while waiting for ${what}:\n${log(p.name).slice(-6000)}`);
   };
 
   try {

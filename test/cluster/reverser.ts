@@ -12,7 +12,7 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
 import { freePort } from '../support/net.js';
-import { REPO_ROOT, until, type ControlPlane } from './fixture.js';
+import { REPO_ROOT, WaitAborted, until, type ControlPlane } from './fixture.js';
 
 export const NAMESPACE = 'reverser-system';
 export const SERVICE = 'reverser-apiserver';
@@ -120,7 +120,7 @@ export async function deployReverser(cp: ControlPlane, opts: { refreshMs?: numbe
     };
     try {
       await until('our server /healthz', async () => {
-        if (exited) throw new Error(`our server exited:\n${stderr}`);
+        if (exited) throw new WaitAborted(`our server exited:\n${stderr}`);
         return (await get('/healthz')).status === 200;
       }, 60_000, 250);
       // 6. Registered by the server itself, and the aggregator reaches it.
