@@ -132,6 +132,17 @@ export function entityTooLarge(limitBytes: number): StatusError {
   return failure(413, 'RequestEntityTooLarge', `the request body is larger than the limit of ${limitBytes} bytes`);
 }
 
+/** A patch whose result would outgrow the body limit (kube-apiserver's RequestEntityTooLarge). */
+export function patchTooLarge(limitBytes: number, where: string): StatusError {
+  return failure(413, 'RequestEntityTooLarge', `Request entity too large: applying the patch would make the object larger than the limit of ${limitBytes} bytes (stopped at ${where})`);
+}
+
+/** Duplicate keys under fieldValidation=Strict, worded as Kubernetes' strict decoding. */
+export function strictDecoding(problems: string[], kind?: { kind: string; version: string }): StatusError {
+  const body = `strict decoding error: ${problems.join(', ')}`;
+  return failure(400, 'BadRequest', kind ? `${kind.kind} in version "${kind.version}" cannot be handled as a ${kind.kind}: ${body}` : body);
+}
+
 export function unsupportedMediaType(message: string): StatusError {
   return failure(415, 'UnsupportedMediaType', message);
 }

@@ -1,56 +1,53 @@
 // Request bodies and write options: decoding (JSON, YAML), patch application, and the query
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
-import { parse as parseYAML } from 'yaml';
-import fastJsonPatch from 'fast-json-patch';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { invalidValue, notSupported, tooLong } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
+import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
+import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
 
-const { applyPatch, validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
+const { validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 const MAX_JSON_PATCH_OPS = 10_000;
 
-function decodeJSON(buf: Buffer, what: string): unknown {
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
-  }
+export { mergePatch };
+
+/** A decoded body and the warnings its decoding produced (duplicate keys under Warn). */
+export interface DecodedBody {
+  value: unknown;
+  warnings: string[];
 }
 
-function decodeYAML(buf: Buffer, what: string): unknown {
-  try {
-    return parseYAML(buf.toString('utf8'), { maxAliasCount: 100 });
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as YAML: ${(e as Error).message.split('\n')[0]}`);
-  }
+/**
+ * Duplicate keys, as kube-apiserver's strict decoding treats them: refused under Strict (the
+ * default), a warning under Warn, ignored (last one wins) under Ignore.
+ */
+function strictness(d: Decoded, mode: FieldValidation, kind?: { kind: string; version: string }): DecodedBody {
+  const problems = d.duplicates.map((p) => `duplicate field ${JSON.stringify(p)}`);
+  if (problems.length === 0 || mode === 'Ignore') return { value: d.value, warnings: [] };
+  if (mode === 'Strict') throw status.strictDecoding(problems, kind);
+  return { value: d.value, warnings: problems };
 }
 
 /** Decodes a create/update body by its Content-Type (JSON, or YAML for curl users). */
-export function decodeObjectBody(contentType: string | undefined, body: unknown): unknown {
+export function decodeObjectBody(
+  contentType: string | undefined,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  kind?: { kind: string; version: string },
+): DecodedBody {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
-  if (mt === 'application/json' || mt === '') return decodeJSON(buf, 'object provided');
-  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return decodeYAML(buf, 'object provided');
+  if (mt === 'application/json' || mt === '') return strictness(decodeJSON(buf, 'object provided'), mode, kind);
+  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(decodeYAML(buf, 'object provided'), mode, kind);
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
   );
-}
-
-/** RFC 7386 JSON merge patch. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> =
-    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
-    if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
-  }
-  return out;
 }
 
 export type PatchKind = 'merge' | 'json';
@@ -67,43 +64,52 @@ export function patchKind(contentType: string | undefined): PatchKind {
   throw status.unsupportedPatchType();
 }
 
-/** Returns a function that applies the decoded patch to a current object. */
-export function decodePatch(kind: PatchKind, body: unknown): (current: unknown) => unknown {
+/** Decodes a patch; returns the function that applies it to a current object, and decoding warnings. */
+export function decodePatch(
+  kind: PatchKind,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  limitBytes = MAX_BODY_BYTES,
+): { apply: (current: unknown) => unknown; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
-  const patch = decodeJSON(buf, 'patch');
+  const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);
   if (kind === 'merge') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return (current) => mergePatch(current, patch);
+    return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {
     throw new status.StatusError({
-      ...status.entityTooLarge(MAX_BODY_BYTES).status,
+      ...status.entityTooLarge(limitBytes).status,
       message: `the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPS}, got ${patch.length}`,
     });
   }
-  const bad = validatePatch(patch as any);
-  if (bad) throw status.badRequest(`invalid JSON patch: ${bad.message.split('\n')[0]}`);
-  return (current) => {
-    try {
-      return applyPatch(current, patch as any, true, false).newDocument;
-    } catch (e) {
-      const msg = (e as Error).message.split('\n')[0];
-      throw new status.StatusError({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: `the server rejected our request due to an error in our request: ${msg}`,
-        reason: 'Invalid',
-        details: { causes: [{ reason: 'FieldValueInvalid', message: msg, field: 'patch' }] },
-        code: 422,
-      });
-    }
-  };
+  const bad = validatePatch(patch as Operation[]);
+  if (bad) throw status.badRequest(`invalid JSON patch: operation ${bad.index ?? 0}: ${patchShapeError(bad.name)}`);
+  return { apply: (current) => applyJSONPatch(current, patch as Operation[], limitBytes), warnings };
+}
+
+/** fast-json-patch's validation errors, reworded (its messages quote its own internals). */
+function patchShapeError(name: string): string {
+  switch (name) {
+    case 'OPERATION_NOT_AN_OBJECT':
+      return 'each operation must be a JSON object';
+    case 'OPERATION_OP_INVALID':
+      return '"op" must be one of add, remove, replace, move, copy, test';
+    case 'OPERATION_PATH_INVALID':
+      return '"path" must be a JSON pointer string';
+    case 'OPERATION_FROM_REQUIRED':
+      return '"from" is required for move and copy';
+    case 'OPERATION_VALUE_REQUIRED':
+      return '"value" is required for add, replace and test';
+    case 'OPERATION_VALUE_CANNOT_CONTAIN_UNDEFINED':
+      return '"value" is not valid JSON';
+    default:
+      return 'the operation is malformed';
+  }
 }
 
 function optionsKind(verb: string): string {

@@ -7,11 +7,11 @@ import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import type { Attributes, Authenticator, Authorizer, UserInfo } from '../auth/types.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
-import { createServerMetrics, type ServerMetrics } from '../metrics/metrics.js';
+import { createServerMetrics, requestLabels, type ServerMetrics } from '../metrics/metrics.js';
 import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
@@ -29,6 +29,8 @@ export interface ServerConfig {
   authenticator: Authenticator;
   authorizer: Authorizer;
   alwaysAllowPaths: string[];
+  /** Non-resource paths an anonymous client may be authorized for (RBAC's system:public-info-viewer). */
+  anonymousPaths?: string[];
   log: Logger;
   version: Record<string, string>;
   /** Per-resource behaviour (e.g. CommitRequest's submitter and assert-author). */
@@ -36,6 +38,8 @@ export interface ServerConfig {
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
+  /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
+  maxRequestBytes?: number;
 }
 
 export interface BuiltServer {
@@ -47,11 +51,13 @@ export interface BuiltServer {
 }
 
 const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const SERVED_RESOURCES: ReadonlySet<string> = new Set(RESOURCES.map((r) => r.plural));
 
 export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
   let signalShutdown!: () => void;
   const metrics = cfg.metrics ?? createServerMetrics();
+  const maxRequestBytes = cfg.maxRequestBytes ?? MAX_BODY_BYTES;
   const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
     store,
@@ -59,6 +65,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
     metrics,
+    maxRequestBytes,
   };
   const registries = new Map<string, Registry>();
   for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
@@ -76,7 +83,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
     },
-    bodyLimit: MAX_BODY_BYTES,
+    bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
     forceCloseConnections: true,
@@ -99,12 +106,12 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxRequestBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: any, req, reply) => {
     if (err instanceof status.StatusError) return sendStatus(reply, err.status, err.headers);
     if (err?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err?.statusCode === 413) {
-      return sendStatus(reply, status.entityTooLarge(MAX_BODY_BYTES).status);
+      return sendStatus(reply, status.entityTooLarge(maxRequestBytes).status);
     }
     if (typeof err?.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       return sendStatus(reply, status.badRequest(String(err.message ?? 'bad request')).status);
@@ -116,10 +123,9 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
 
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
-    const verb = info ? (info.isResourceRequest ? info.verb : info.verb.toUpperCase()) : req.method;
-    const resource = info?.resource ?? '';
-    metrics.requests.inc({ verb, resource, code: String(reply.statusCode) });
-    metrics.requestDuration.observe({ verb, resource }, reply.elapsedTime / 1000);
+    const labels = requestLabels({ ...info, method: req.method }, GROUP, VERSION, SERVED_RESOURCES);
+    metrics.requests.inc({ ...labels, code: String(reply.statusCode) });
+    metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
     done();
   });
   const ctx = { cfg, state, registries, discovery, openapi, metrics };
@@ -178,6 +184,7 @@ async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promis
   for (const h of res.consumedHeaders ?? []) delete req.headers[h.toLowerCase()];
   if (res.kind === 'user') return res.user;
   if (res.kind === 'anonymous' && pathMatches(ctx.cfg.alwaysAllowPaths, path)) return undefined;
+  if (res.kind === 'anonymous' && ctx.cfg.anonymousPaths?.includes(path)) return ANONYMOUS_USER;
   throw status.unauthorized();
 }
 

@@ -5,6 +5,7 @@ import type { Attributes, AuthorizationResult, Authorizer } from './types.js';
 import { loggerOf, type AuthDeps } from './deps.js';
 import { RBACFileAuthorizer } from './rbac-file.js';
 import { DelegatedAuthorizer } from './delegated.js';
+import { PUBLIC_INFO_PATHS } from './bootstrap-policy.js';
 
 export const SYSTEM_MASTERS = 'system:masters';
 
@@ -41,6 +42,11 @@ const ALLOWED_PATH = Promise.resolve<AuthorizationResult>({ decision: 'allow', r
 export interface BuiltAuthorization {
   authorizer: Authorizer;
   alwaysAllowPaths: string[];
+  /**
+   * Non-resource paths an unauthenticated client may ask the authorizer about (as
+   * system:anonymous); every other anonymous request is 401.
+   */
+  anonymousPaths: string[];
   close(): void;
 }
 
@@ -48,6 +54,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
   const logger = loggerOf(deps);
   let inner: Authorizer;
   let closeInner = (): void => {};
+  let anonymousPaths: string[] = [];
   switch (opts.mode) {
     case 'AlwaysAllow':
       logger.warn('authorization: --authorization-mode=AlwaysAllow lets every authenticated request do anything; use it for development only');
@@ -55,7 +62,8 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
       break;
     case 'RBAC': {
       if (!opts.policyFile) throw new Error('--authorization-policy-file: required with --authorization-mode=RBAC');
-      const rbac = await RBACFileAuthorizer.start(opts.policyFile, opts.policyPollIntervalMs, logger);
+      const rbac = await RBACFileAuthorizer.start(opts.policyFile, opts.policyPollIntervalMs, logger, { bootstrapRoles: opts.bootstrapRoles });
+      if (opts.bootstrapRoles) anonymousPaths = [...PUBLIC_INFO_PATHS];
       inner = rbac;
       closeInner = () => rbac.close();
       break;
@@ -73,6 +81,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
   return {
     authorizer: new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner),
     alwaysAllowPaths: [...opts.alwaysAllowPaths],
+    anonymousPaths,
     close: closeInner,
   };
 }

@@ -6,6 +6,12 @@ import { parseAllDocuments } from 'yaml';
 import { RBACAuthorizer, RBACPolicy, type RBACObject } from './rbac.js';
 import { watchFileContent } from './filewatch.js';
 import type { AuthLogger } from './deps.js';
+import { BOOTSTRAP_POLICY } from './bootstrap-policy.js';
+
+export interface PolicyOptions {
+  /** Add kube-apiserver's bootstrap discovery roles (a file object of the same kind and name wins). */
+  bootstrapRoles?: boolean;
+}
 
 const RBAC_API = 'rbac.authorization.k8s.io/v1';
 const KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding']);
@@ -65,7 +71,7 @@ function validate(o: unknown, where: string): RBACObject {
 }
 
 /** Parses and validates a policy; errors name the document and object. */
-export function parsePolicy(text: string, source = 'policy'): RBACPolicy {
+export function parsePolicy(text: string, source = 'policy', opts: PolicyOptions = {}): RBACPolicy {
   const objects: RBACObject[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     if (doc.errors.length > 0) throw new Error(`${source}: document ${i + 1}: ${doc.errors[0]!.message}`);
@@ -80,6 +86,10 @@ export function parsePolicy(text: string, source = 'policy'): RBACPolicy {
       objects.push(validate(v, where));
     }
   });
+  if (opts.bootstrapRoles) {
+    const own = new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`));
+    objects.unshift(...BOOTSTRAP_POLICY.filter((o) => !own.has(`${o.kind}/${o.metadata.name}`)));
+  }
   return new RBACPolicy(objects);
 }
 
@@ -88,7 +98,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
   /** Incremented on each successful reload (tests wait on it). */
   loads = 0;
 
-  static async start(path: string, pollMs: number, logger: AuthLogger): Promise<RBACFileAuthorizer> {
+  static async start(path: string, pollMs: number, logger: AuthLogger, opts: PolicyOptions = {}): Promise<RBACFileAuthorizer> {
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -97,7 +107,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
     }
     let policy: RBACPolicy;
     try {
-      policy = parsePolicy(text, path);
+      policy = parsePolicy(text, path, opts);
     } catch (e) {
       throw new Error(`--authorization-policy-file: ${(e as Error).message}`);
     }
@@ -105,7 +115,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
     a.loads = 1;
     a.stop = watchFileContent(path, pollMs, (t) => {
       try {
-        a.setPolicy(parsePolicy(t, path));
+        a.setPolicy(parsePolicy(t, path, opts));
         a.loads++;
         logger.info(`authorization: reloaded RBAC policy ${path}`);
       } catch (e) {

@@ -46,6 +46,8 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e) => {
     process.stderr.write(`error: ${(e as Error).message}\n`);
-    process.exit(1);
+    // Start-up refusals (locked or damaged data directory) carry their own exit code (2).
+    const code = (e as { exitCode?: unknown }).exitCode;
+    process.exit(typeof code === 'number' ? code : 1);
   },
 );

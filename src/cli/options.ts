@@ -29,6 +29,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'redis-key-prefix', description: 'Prefix of every Redis key: 1..128 characters of [A-Za-z0-9._:-], trailing ":" trimmed.', default: DEFAULT_KEY_PREFIX },
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
+  { name: 'max-request-bytes', description: 'Largest request body in bytes; a patch may not make an object larger either (413 RequestEntityTooLarge).', default: '3145728' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
@@ -48,6 +49,7 @@ export interface ServeOptions {
   eventLogRetention: number;
   kubeconfig?: string;
   minRequestTimeoutSeconds: number;
+  maxRequestBytes: number;
   logLevel: LogLevel;
   committer: { name: string; email: string };
   authn: AuthnOptions;
@@ -132,6 +134,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
   const securePort = int(values, 'secure-port', 1, 65535);
   const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
   const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
+  const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
   let auth: { authn: AuthnOptions; authz: AuthzOptions };
   try {
     auth = parseAuthFlags(values);
@@ -160,6 +163,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     eventLogRetention,
     kubeconfig: values['kubeconfig'],
     minRequestTimeoutSeconds,
+    maxRequestBytes,
     logLevel,
     committer,
     authn: auth.authn,

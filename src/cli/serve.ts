@@ -5,6 +5,7 @@ import { buildAuthentication, buildAuthorization, type AuthLogger } from '../aut
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore } from '../storage/index.js';
+import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
@@ -30,6 +31,18 @@ function authLogger(log: Logger): AuthLogger {
 
 export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.logLevel)): Promise<Running> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // Before anything is written into the directory (certificates, store, kubeconfig).
+  const lock = lockDataDir(opts.dataDir);
+  if (lock.tookOver) log.warn('took over a stale data directory lock', { lock: lock.path, previousPid: lock.tookOver.pid, previousHost: lock.tookOver.host });
+  try {
+    return await serveLocked(opts, log, lock.release);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+}
+
+async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => void): Promise<Running> {
   const clientHost = opts.bindAddress === '0.0.0.0' || opts.bindAddress === '::' ? '127.0.0.1' : opts.bindAddress;
   let certPem: string;
   let keyPem: string;
@@ -60,6 +73,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisUrl: opts.redisUrl,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
+    warn: (m, f) => log.warn(m, f),
   });
   let engine: Promise<GitEngine> | undefined;
   const git = () =>
@@ -75,6 +89,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     authenticator: authn.authenticator,
     authorizer: authz.authorizer,
     alwaysAllowPaths: authz.alwaysAllowPaths,
+    anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
@@ -83,6 +98,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     healthChecks: opts.registration.enabled
       ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]
       : [],
+    maxRequestBytes: opts.maxRequestBytes,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
@@ -120,6 +136,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
       authn.close();
       authz.close();
       await store.close();
+      releaseLock();
     },
   };
 }

@@ -24,6 +24,8 @@ export interface StoreOptions {
   redisClusterNodes?: string[];
   /** Watch history per resource (default 10,000 events). */
   eventLogRetention?: number;
+  /** Start-up warnings of the embedded store (torn tail dropped, format converted). */
+  warn?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -32,7 +34,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   }
   switch (options.storage) {
     case 'embedded':
-      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention });
+      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention, warn: options.warn });
     case 'redis': {
       const prefix = validateKeyPrefix(options.redisKeyPrefix ?? DEFAULT_KEY_PREFIX);
       if (!options.redisUrl && !options.redisClusterNodes?.length) throw new Error('--storage=redis requires --redis-url');

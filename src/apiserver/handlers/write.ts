@@ -15,28 +15,32 @@ function respondObject(h: HandlerContext, code: number, obj: KubeObject, warning
   send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj) : obj, output, warnings);
 }
 
+function kindOf(h: HandlerContext): { kind: string; version: string } {
+  return { kind: h.registry.def.kind, version: h.registry.apiVersion.split('/').pop()! };
+}
+
 export async function handleCreate(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = writeOptions(h.query, 'create', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body);
-  const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body, opts);
-  respondObject(h, 201, object, warnings);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h));
+  const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body.value, opts);
+  respondObject(h, 201, object, [...body.warnings, ...warnings]);
 }
 
 export async function handleUpdate(h: HandlerContext): Promise<void> {
   const opts = writeOptions(h.query, 'update', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body);
-  const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body, opts, h.info.subresource);
-  respondObject(h, 200, object, warnings);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h));
+  const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body.value, opts, h.info.subresource);
+  respondObject(h, 200, object, [...body.warnings, ...warnings]);
 }
 
 export async function handlePatch(h: HandlerContext): Promise<void> {
   // The content type is checked before anything else, as kube-apiserver does.
   const kind = patchKind(h.req.headers['content-type']);
   const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent']);
-  const apply = decodePatch(kind, h.req.body);
-  const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, apply, opts, h.info.subresource);
-  respondObject(h, 200, object, warnings);
+  const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes);
+  const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
+  respondObject(h, 200, object, [...patch.warnings, ...warnings]);
 }
 
 /** DeleteOptions from the body (kubectl) and/or the query string. */
@@ -48,7 +52,7 @@ function deleteOptions(h: HandlerContext): DeleteOptions {
     if (mt !== '' && mt !== 'application/json' && mt !== 'application/yaml') {
       throw status.unsupportedMediaType('the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
     }
-    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw);
+    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw, 'Ignore').value;
     if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) throw status.badRequest('DeleteOptions must be a JSON object');
     body = decoded as Record<string, any>;
   }
