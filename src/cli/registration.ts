@@ -26,7 +26,15 @@ export async function startRegistration(
     opts.registration.caFile ?? (opts.tlsCertFile ? caFileBesideCert(opts.tlsCertFile) : undefined) ?? tls.generatedCAFile;
   // Without a CA file the serving certificate is published as its own trust anchor (self-signed,
   // or a chain whose root the bundle then contains); Go's verifier accepts a leaf found in its roots.
-  const caPem = caFile ? () => readFileSync(caFile, 'utf8') : () => (opts.tlsCertFile ? readFileSync(opts.tlsCertFile, 'utf8') : tls.servingCertPem);
+  const readCA = caFile ? () => readFileSync(caFile, 'utf8') : () => (opts.tlsCertFile ? readFileSync(opts.tlsCertFile, 'utf8') : tls.servingCertPem);
+  // This process keeps serving the certificate it started with until it restarts, so a rotated CA
+  // is published beside the one that signed that certificate, never instead of it: the aggregator
+  // keeps reaching this replica while the new one rolls out.
+  const startPem = readCA();
+  const caPem = () => {
+    const now = readCA();
+    return now.includes(startPem.trim()) ? now : `${now.trimEnd()}\n${startPem}`;
+  };
   const client = await HostingClient.create({ kubeconfig: opts.kubeconfig, inCluster: !opts.kubeconfig, timeoutMs: HOSTING_TIMEOUT_MS });
   const registrar = new APIServiceRegistrar(client, opts.registration, caPem, log, registry);
   const watched = caFile ?? opts.tlsCertFile;

@@ -95,7 +95,7 @@ test('the API appears: registered within one refresh, without a restart, with th
   assert.equal(writes(), before);
 });
 
-test('403 on apiservices: logged once, serving continues; granted back and the CA rotated: updated within one refresh', async () => {
+test('403 on apiservices: logged once, serving continues; granted back and the CA rotated: updated within one refresh, old CA kept', async () => {
   fake.apiServicesStatus = 403;
   await until('forbidden on /readyz', async () => (await get('/readyz?verbose')).text.includes('not registered: forbidden to manage apiservices'));
   const n = discoveryCalls();
@@ -108,9 +108,10 @@ test('403 on apiservices: logged once, serving continues; granted back and the C
   assert.match((await get('/metrics')).text, /^reverser_apiservice_registration_state\{state="forbidden"\} 1$/m);
 
   const rotated = makeCA('registration-serving-ca-2');
-  writeFileSync(caFile, rotated.certPem + servingCA.certPem);
+  // The new CA alone in the file: the bundle keeps the CA of the certificate still being served.
+  writeFileSync(caFile, rotated.certPem);
   fake.apiServicesStatus = undefined;
-  const want = Buffer.from(rotated.certPem + servingCA.certPem).toString('base64');
+  const want = Buffer.from(`${rotated.certPem.trimEnd()}\n${servingCA.certPem}`).toString('base64');
   await until('the rotated caBundle', () => fake.apiServices!.get(NAME)?.spec.caBundle === want, 5_000);
   assert.equal(logLines('the serving CA changed').length, 1, srv.logs());
   assert.equal(logLines('forbidden to manage apiservices').length, 1);
