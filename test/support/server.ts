@@ -59,9 +59,10 @@ export interface StartedServer {
   /** Raw HTTPS request for streaming (watch): returns the IncomingMessage once headers arrive. */
   stream(path: string, headers?: Record<string, string>): Promise<import('node:http').IncomingMessage>;
   agent: Agent;
+  /** SIGKILL (a crash: no shutdown, no flush); resolves once the process is gone. Keeps the data dir. */
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
-
 
 export { freePort };
 
@@ -89,8 +90,10 @@ export async function startServer(extraArgs: string[] = [], opts: StartOptions =
 
 async function startOnce(extraArgs: string[], opts: StartOptions): Promise<StartedServer> {
   const command = opts.command ?? 'serve';
-  const ownDataDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
+  const removeDataDir = () => {
+    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
@@ -114,7 +117,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   try {
     await withDeadline(ready, 'the server to print its kubectl line', 30_000, () => child.kill('SIGKILL'));
   } catch (e) {
-    if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
     if (e instanceof DeadlineError) e.message += `\nstdout:\n${out}\nstderr:\n${err}`;
     throw e;
   }
@@ -196,6 +199,15 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
     request,
     get: (path, headers) => request('GET', path, { headers }),
     stream,
+    async kill() {
+      agent.destroy();
+      anonAgent.destroy();
+      if (!exited && child.exitCode === null) {
+        const gone = new Promise<void>((r) => child.once('exit', () => r()));
+        child.kill('SIGKILL');
+        await withDeadline(gone, 'the killed server process to exit', 15_000);
+      }
+    },
     async stop() {
       agent.destroy();
       anonAgent.destroy();
@@ -206,7 +218,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
         await withDeadline(gone, 'the server process to exit', 15_000);
         clearTimeout(t);
       }
-      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir();
     },
   };
 }
