@@ -1,118 +1,148 @@
-// Request bodies and write options: decoding (JSON, YAML), patch application, and the query
+// Request bodies and write options: decoding (JSON, YAML, protobuf for the sandbox), patch application, and the query
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
-import { parse as parseYAML } from 'yaml';
-import fastJsonPatch from 'fast-json-patch';
-import { invalidValue, notSupported, tooLong } from '../api/field-errors.js';
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { invalidValue, notSupported, required, tooLong } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
+import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
+import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
 import { strategicMergePatch } from './strategic-merge-patch.js';
 import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
 
-const { applyPatch, validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
+const { validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 const MAX_JSON_PATCH_OPS = 10_000;
 
-function decodeJSON(buf: Buffer, what: string): unknown {
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
-  }
+export { mergePatch };
+
+/** A decoded body and the warnings its decoding produced (duplicate keys under Warn). */
+export interface DecodedBody {
+  value: unknown;
+  warnings: string[];
 }
 
-function decodeYAML(buf: Buffer, what: string): unknown {
-  try {
-    return parseYAML(buf.toString('utf8'), { maxAliasCount: 100 });
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as YAML: ${(e as Error).message.split('\n')[0]}`);
-  }
+/**
+ * Duplicate keys, as kube-apiserver's strict decoding treats them: refused under Strict (the
+ * default), a warning under Warn, ignored (last one wins) under Ignore.
+ */
+function strictness(d: Decoded, mode: FieldValidation, kind?: { kind: string; version: string }): DecodedBody {
+  const problems = d.duplicates.map((p) => `duplicate field ${JSON.stringify(p)}`);
+  if (problems.length === 0 || mode === 'Ignore') return { value: d.value, warnings: [] };
+  if (mode === 'Strict') throw status.strictDecoding(problems, kind);
+  return { value: d.value, warnings: problems };
 }
 
-/** Decodes a create/update body by its Content-Type (JSON, YAML for curl users, protobuf for the sandbox's core kinds). */
-export function decodeObjectBody(contentType: string | undefined, body: unknown, protobuf = false): unknown {
+/**
+ * Decodes a create/update body by its Content-Type: JSON, YAML for curl users, and Kubernetes
+ * protobuf when `protobuf` is set (the sandbox's core kinds, which kubectl's typed commands send so).
+ */
+export function decodeObjectBody(
+  contentType: string | undefined,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  kind?: { kind: string; version: string },
+  protobuf = false,
+): DecodedBody {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
-  if (mt === 'application/json' || mt === '') return decodeJSON(buf, 'object provided');
-  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return decodeYAML(buf, 'object provided');
-  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return decodeProtobufObject(buf);
+  if (mt === 'application/json' || mt === '') return strictness(decodeJSON(buf, 'object provided'), mode, kind);
+  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(decodeYAML(buf, 'object provided'), mode, kind);
+  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return { value: decodeProtobufObject(buf), warnings: [] };
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
   );
 }
 
-/** RFC 7386 JSON merge patch. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> =
-    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
-    if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
-  }
-  return out;
-}
-
-export type PatchKind = 'merge' | 'json' | 'strategic';
+export type PatchKind = 'merge' | 'json' | 'strategic' | 'apply';
 
 export function patchKind(contentType: string | undefined): PatchKind {
   const mt = mediaType(contentType);
   if (mt === 'application/merge-patch+json') return 'merge';
   if (mt === 'application/json-patch+json') return 'json';
   if (mt === 'application/strategic-merge-patch+json') return 'strategic';
-  if (mt === 'application/apply-patch+yaml') {
-    throw status.unsupportedMediaType(
-      'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch',
-    );
-  }
+  if (mt === 'application/apply-patch+yaml') return 'apply';
   throw status.unsupportedPatchType();
 }
 
-/** Returns a function that applies the decoded patch to a current object. */
-export function decodePatch(kind: PatchKind, body: unknown, mergeKeys: Record<string, string> = {}): (current: unknown) => unknown {
+/** The body of a server-side apply: a (partial) object in YAML or JSON (JSON is YAML). */
+export function decodeApplyPatch(body: unknown, mode: FieldValidation = 'Strict'): DecodedBody {
+  const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+  if (buf.length === 0) throw status.badRequest('the request body is empty; expected an apply configuration');
+  const decoded = strictness(decodeYAML(buf, 'apply configuration'), mode);
+  const config = decoded.value;
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw status.badRequest('the apply configuration must be a YAML or JSON object');
+  }
+  return decoded;
+}
+
+/** Decodes a patch; returns the function that applies it to a current object, and decoding warnings. */
+export function decodePatch(
+  kind: Exclude<PatchKind, 'apply'>,
+  body: unknown,
+  mode: FieldValidation = 'Strict',
+  limitBytes = MAX_BODY_BYTES,
+  mergeKeys: Record<string, string> = {},
+): { apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
-  const patch = decodeJSON(buf, 'patch');
+  const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);
   if (kind === 'merge') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return (current) => mergePatch(current, patch);
+    return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
-    return (current) => strategicMergePatch(current, patch, mergeKeys);
+    return { apply: (current) => checkPatchedSize(strategicMergePatch(current, patch, mergeKeys), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {
     throw new status.StatusError({
-      ...status.entityTooLarge(MAX_BODY_BYTES).status,
+      ...status.entityTooLarge(limitBytes).status,
       message: `the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPS}, got ${patch.length}`,
     });
   }
-  const bad = validatePatch(patch as any);
-  if (bad) throw status.badRequest(`invalid JSON patch: ${bad.message.split('\n')[0]}`);
-  return (current) => {
-    try {
-      return applyPatch(current, patch as any, true, false).newDocument;
-    } catch (e) {
-      const msg = (e as Error).message.split('\n')[0];
-      throw new status.StatusError({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: `the server rejected our request due to an error in our request: ${msg}`,
-        reason: 'Invalid',
-        details: { causes: [{ reason: 'FieldValueInvalid', message: msg, field: 'patch' }] },
-        code: 422,
-      });
-    }
-  };
+  const bad = validatePatch(patch as Operation[]);
+  if (bad) throw status.badRequest(`invalid JSON patch: operation ${bad.index ?? 0}: ${patchShapeError(bad.name)}`);
+  // Patches see the object without its resourceVersion (the registry treats one in the result as
+  // the client's precondition), so `replace` of it — kubectl's managedFields migration sends one —
+  // works as `add` would.
+  for (const op of patch as Array<{ op: string; path: string }>) {
+    if (op.op === 'replace' && op.path === '/metadata/resourceVersion') op.op = 'add';
+  }
+  return { apply: (current) => applyJSONPatch(current, patch as Operation[], limitBytes), warnings };
 }
+
+/** fast-json-patch's validation errors, reworded (its messages quote its own internals). */
+function patchShapeError(name: string): string {
+  switch (name) {
+    case 'OPERATION_NOT_AN_OBJECT':
+      return 'each operation must be a JSON object';
+    case 'OPERATION_OP_INVALID':
+      return '"op" must be one of add, remove, replace, move, copy, test';
+    case 'OPERATION_PATH_INVALID':
+      return '"path" must be a JSON pointer string';
+    case 'OPERATION_FROM_REQUIRED':
+      return '"from" is required for move and copy';
+    case 'OPERATION_VALUE_REQUIRED':
+      return '"value" is required for add, replace and test';
+    case 'OPERATION_VALUE_CANNOT_CONTAIN_UNDEFINED':
+      return '"value" is not valid JSON';
+    default:
+      return 'the operation is malformed';
+  }
+}
+
+const BOOLS: Record<string, boolean> = Object.fromEntries([
+  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((k) => [k, true]),
+  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((k) => [k, false]),
+]);
 
 function optionsKind(verb: string): string {
   return verb === 'create' ? 'CreateOptions' : verb === 'patch' ? 'PatchOptions' : 'UpdateOptions';
@@ -126,6 +156,7 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   let fieldManager = q.get('fieldManager') ?? '';
   if (fieldManager.length > 128) throw status.invalidOptions(kind, [tooLong('fieldManager', 128)]);
   if (/[^\x20-\x7e]/.test(fieldManager)) throw status.invalidOptions(kind, [invalidValue('fieldManager', fieldManager, 'must only contain printable characters')]);
+  if (isApply && fieldManager === '') throw status.invalidOptions(kind, [required('fieldManager', 'is required for apply patch')]);
   if (fieldManager === '') fieldManager = (userAgent ?? 'unknown').split('/')[0]!.slice(0, 128) || 'unknown';
   const fv = q.get('fieldValidation');
   let fieldValidation: FieldValidation = 'Strict';
@@ -139,5 +170,8 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   if (force !== null && !isApply) {
     throw status.invalidOptions(kind, [{ type: 'FieldValueForbidden', field: 'force', detail: 'may not be specified for non-apply patch' }]);
   }
-  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation };
+  // Go's strconv.ParseBool, which decodes the query parameter in kube-apiserver.
+  const forced = force === null || force === '' ? false : BOOLS[force];
+  if (forced === undefined) throw status.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
+  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation, force: forced };
 }

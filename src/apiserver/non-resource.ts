@@ -14,6 +14,8 @@ export interface HealthCheck {
   name: string;
   /** undefined when healthy, else why not. */
   check(): string | undefined;
+  /** Shown after "ok" on ?verbose: a state worth seeing that does not fail the check. */
+  info?(): string | undefined;
 }
 
 /** What the non-resource endpoints read; the server passes its own context (imports stay one-way). */
@@ -33,13 +35,13 @@ function health(ctx: NonResourceContext, reply: FastifyReply, path: string, quer
     checks.push({ name: 'storage', check: () => ctx.state.storageHealth() });
     checks.push(...(ctx.cfg.healthChecks ?? []));
   }
-  const results = checks.map((c) => ({ name: c.name, why: c.check() }));
+  const results = checks.map((c) => ({ name: c.name, why: c.check(), info: c.info?.() }));
   const failed = results.filter((r) => r.why !== undefined);
   const verbose = query.has('verbose');
   const kind = path.slice(1);
   let text: string;
   if (verbose || failed.length) {
-    const lines = results.map((r) => (r.why === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.why}`));
+    const lines = results.map((r) => (r.why === undefined ? `[+]${r.name} ok${r.info ? ` (${r.info})` : ''}` : `[-]${r.name} failed: ${r.why}`));
     lines.push(failed.length ? `${kind} check failed` : `${kind} check passed`);
     text = `${lines.join('\n')}\n`;
   } else text = 'ok';

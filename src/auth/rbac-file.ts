@@ -3,13 +3,21 @@
 // logged); a broken file at startup stops the server.
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import { RBACAuthorizer, RBACPolicy, type RBACObject } from './rbac.js';
+import { CLUSTER_ANNOTATION, RBACAuthorizer, RBACPolicy, type RBACObject } from './rbac.js';
 import { watchFileContent } from './filewatch.js';
 import type { AuthLogger } from './deps.js';
+import { BOOTSTRAP_POLICY } from './bootstrap-policy.js';
+
+export interface PolicyOptions {
+  /** Add kube-apiserver's bootstrap discovery roles (a file object of the same kind and name wins). */
+  bootstrapRoles?: boolean;
+}
 
 const RBAC_API = 'rbac.authorization.k8s.io/v1';
 const KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding']);
 const SUBJECT_KINDS = new Set(['User', 'Group', 'ServiceAccount']);
+/** Logical cluster names as request paths accept them (apiserver/request-info.ts). */
+const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 function isStringList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
@@ -25,6 +33,14 @@ function validate(o: unknown, where: string): RBACObject {
   const name = md?.name;
   if (typeof name !== 'string' || !name) throw new Error(`${where}: ${kind} has no metadata.name`);
   const id = `${where}: ${kind} ${JSON.stringify(name)}`;
+  const annotations = md?.annotations as Record<string, unknown> | undefined;
+  const cluster = annotations?.[CLUSTER_ANNOTATION];
+  if (cluster !== undefined) {
+    if (cluster === '*') throw new Error(`${id}: annotation ${CLUSTER_ANNOTATION}: a grant cannot belong to the wildcard cluster "*" (use --wildcard-cluster-groups)`);
+    if (typeof cluster !== 'string' || !CLUSTER_NAME.test(cluster)) {
+      throw new Error(`${id}: annotation ${CLUSTER_ANNOTATION}: ${JSON.stringify(cluster)} is not a logical cluster name (lower-case alphanumerics and dashes)`);
+    }
+  }
   const namespaced = kind === 'Role' || kind === 'RoleBinding';
   if (namespaced && (typeof md?.namespace !== 'string' || !md.namespace)) throw new Error(`${id} needs metadata.namespace`);
   if (!namespaced && md?.namespace) throw new Error(`${id} is cluster-scoped and must not have metadata.namespace`);
@@ -65,7 +81,7 @@ function validate(o: unknown, where: string): RBACObject {
 }
 
 /** Parses and validates a policy; errors name the document and object. */
-export function parsePolicy(text: string, source = 'policy'): RBACPolicy {
+export function parsePolicy(text: string, source = 'policy', opts: PolicyOptions = {}): RBACPolicy {
   const objects: RBACObject[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     if (doc.errors.length > 0) throw new Error(`${source}: document ${i + 1}: ${doc.errors[0]!.message}`);
@@ -80,7 +96,12 @@ export function parsePolicy(text: string, source = 'policy'): RBACPolicy {
       objects.push(validate(v, where));
     }
   });
-  return new RBACPolicy(objects);
+  let everyCluster: RBACObject[] = [];
+  if (opts.bootstrapRoles) {
+    const own = new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`));
+    everyCluster = BOOTSTRAP_POLICY.filter((o) => !own.has(`${o.kind}/${o.metadata.name}`));
+  }
+  return new RBACPolicy(objects, everyCluster);
 }
 
 export class RBACFileAuthorizer extends RBACAuthorizer {
@@ -88,7 +109,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
   /** Incremented on each successful reload (tests wait on it). */
   loads = 0;
 
-  static async start(path: string, pollMs: number, logger: AuthLogger): Promise<RBACFileAuthorizer> {
+  static async start(path: string, pollMs: number, logger: AuthLogger, opts: PolicyOptions = {}): Promise<RBACFileAuthorizer> {
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -97,7 +118,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
     }
     let policy: RBACPolicy;
     try {
-      policy = parsePolicy(text, path);
+      policy = parsePolicy(text, path, opts);
     } catch (e) {
       throw new Error(`--authorization-policy-file: ${(e as Error).message}`);
     }
@@ -105,7 +126,7 @@ export class RBACFileAuthorizer extends RBACAuthorizer {
     a.loads = 1;
     a.stop = watchFileContent(path, pollMs, (t) => {
       try {
-        a.setPolicy(parsePolicy(t, path));
+        a.setPolicy(parsePolicy(t, path, opts));
         a.loads++;
         logger.info(`authorization: reloaded RBAC policy ${path}`);
       } catch (e) {

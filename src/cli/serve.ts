@@ -4,7 +4,8 @@ import { isAbsolute, join, relative } from 'node:path';
 import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
-import { createStore } from '../storage/index.js';
+import { createStore, type Store } from '../storage/index.js';
+import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
@@ -14,6 +15,7 @@ import { versionInfo } from './version.js';
 import type { CommitEngine } from '../git/index.js';
 import { createServerMetrics } from '../metrics/metrics.js';
 import type { RunningControllers } from '../controllers/index.js';
+import { startRegistration, type RunningRegistration } from './registration.js';
 
 export interface Running {
   server: BuiltServer;
@@ -22,6 +24,8 @@ export interface Running {
    * branch via leases in the store. Loaded on first use; the worker starts on the first commit.
    */
   git(): Promise<CommitEngine>;
+  /** The store this process serves (benchmarks and tests seed it directly). */
+  store: Store;
   /** The controllers of this replica (none with --controllers=none). */
   controllers: RunningControllers | undefined;
   url: string;
@@ -34,12 +38,26 @@ function authLogger(log: Logger): AuthLogger {
 
 export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.logLevel)): Promise<Running> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  // Before anything is written into the directory (certificates, store, kubeconfig).
+  const lock = lockDataDir(opts.dataDir);
+  if (lock.tookOver) log.warn('took over a stale data directory lock', { lock: lock.path, previousPid: lock.tookOver.pid, previousHost: lock.tookOver.host });
+  try {
+    return await serveLocked(opts, log, lock.release);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+}
+
+async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => void): Promise<Running> {
   const clientHost = opts.bindAddress === '0.0.0.0' || opts.bindAddress === '::' ? '127.0.0.1' : opts.bindAddress;
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
   // The sandbox's kube-root-ca.crt: the CA a client needs to trust this server.
   let rootCAPem: string;
+  /** The CA that signed the serving certificate when we generated it (the APIService caBundle). */
+  let generatedCAFile: string | undefined;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
@@ -52,6 +70,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
     rootCAPem = pki.caPem;
+    generatedCAFile = pki.caFile;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
       devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
@@ -65,6 +84,7 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     redisUrl: opts.redisUrl,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
+    warn: (m, f) => log.warn(m, f),
   });
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
@@ -72,12 +92,14 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
       ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
     ));
   const metrics = createServerMetrics();
+  let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
     authenticator: authn.authenticator,
     authorizer: authz.authorizer,
     alwaysAllowPaths: authz.alwaysAllowPaths,
+    anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
@@ -85,24 +107,42 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
+    healthChecks: opts.registration.enabled
+      ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]
+      : [],
+    maxRequestBytes: opts.maxRequestBytes,
+    connections: opts.connections,
   });
   // A fresh sandbox has the namespaces a fresh cluster has (default, kube-system, ...).
   if (opts.sandbox) await ensureInitialNamespaces(server.registries);
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
-  let adminKubeconfig: string | undefined;
-  if (devAdmin) {
+  // The admin kubeconfig of the dev PKI; in development also the mirror's way into this server's own sandbox.
+  const adminKubeconfig = devAdmin
+    ? kubeconfigYAML({
+        server: url,
+        caPem: devAdmin.caPem,
+        certPem: readFileSync(devAdmin.certFile, 'utf8'),
+        keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
+        user: 'admin',
+        name: opts.mode === 'sandbox' ? 'reverser-sandbox' : 'reverser',
+      })
+    : undefined;
+  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
+  // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
+  let controllers: RunningControllers | undefined;
+  if (opts.mode === 'serve' && opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    const { defaultSourceConfig } = await import('../controllers/source/index.js');
+    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
+    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
+    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+  }
+  if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';
     const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
-    adminKubeconfig = kubeconfigYAML({
-      server: url,
-      caPem: devAdmin.caPem,
-      certPem: readFileSync(devAdmin.certFile, 'utf8'),
-      keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
-      user: 'admin',
-      name: standalone ? 'reverser-sandbox' : 'reverser',
-    });
     writeFileSync(kubeconfig, adminKubeconfig, { mode: 0o600 });
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
@@ -112,31 +152,27 @@ export async function serve(opts: ServeOptions, log: Logger = createLogger(opts.
         : `reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`,
     );
   }
-  // Start-up step: the controllers, once the API serves (they read and write through the same store).
-  let controllers: RunningControllers | undefined;
-  if (opts.controllers.size > 0) {
-    const { startControllers } = await import('../controllers/index.js');
-    const { defaultSourceConfig } = await import('../controllers/source/index.js');
-    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
-    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
-    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+  if (opts.registration.enabled) {
+    registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);
   }
   let stopped = false;
   return {
     server,
     git,
+    store,
     controllers,
     url,
     async stop() {
       if (stopped) return;
       stopped = true;
       await controllers?.stop();
+      registration?.stop();
       await server.close();
       if (engine) await (await engine).close();
       authn.close();
       authz.close();
       await store.close();
+      releaseLock();
     },
   };
 }

@@ -35,3 +35,32 @@ export function createServerMetrics(): ServerMetrics {
     }),
   };
 }
+
+const RESOURCE_VERBS = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection']);
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
+
+/** What a request looked like, as far as labels may tell: nothing in here is trusted. */
+export interface RequestShape {
+  method: string;
+  isResourceRequest?: boolean;
+  verb?: string;
+  apiGroup?: string;
+  apiVersion?: string;
+  resource?: string;
+}
+
+/**
+ * Label values of one request, from closed sets only. Anything a client typed (resource names,
+ * paths, methods, verbs) that is not one of the served values becomes the fixed value `other`:
+ * every distinct label value is a new time series held in memory until the process ends, and
+ * these labels are set before authentication (kube-apiserver cleans its labels the same way).
+ */
+export function requestLabels(r: RequestShape, group: string, version: string, served: ReadonlySet<string>): { verb: string; resource: string } {
+  if (!r.isResourceRequest) {
+    const m = r.method.toUpperCase();
+    return { verb: HTTP_METHODS.has(m) ? m : 'other', resource: '' };
+  }
+  const verb = r.verb && RESOURCE_VERBS.has(r.verb) ? r.verb : 'other';
+  const known = r.apiGroup === group && r.apiVersion === version && !!r.resource && served.has(r.resource);
+  return { verb, resource: known ? r.resource! : 'other' };
+}

@@ -16,6 +16,8 @@ export interface WriteOptions {
   dryRun: boolean;
   fieldManager: string;
   fieldValidation: FieldValidation;
+  /** Server-side apply only: take over conflicting fields. */
+  force?: boolean;
 }
 
 export interface WriteResult {

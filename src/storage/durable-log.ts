@@ -1,17 +1,24 @@
-// Durability for the embedded store: an append-only log of JSON lines plus a periodic snapshot,
-// both under `<dataDir>/store/`.
+// Durability for the embedded store: an append-only log plus a periodic snapshot, both under
+// `<dataDir>/store/`, in the checksummed format of durable-format.ts.
 //
 // - A write resolves only after its line is written and fdatasync'ed. Lines appended while a
 //   flush is in progress are written together by the next one (group commit): one write+fsync
 //   per batch, so throughput is bounded by the disk's fsync rate times the batch size.
-// - Every line carries a sequence number `s`; the snapshot records the last sequence it covers,
-//   so lines at or below it are skipped on load (a crash between snapshot and truncation is safe).
-// - A torn last line (crash mid-write) is ignored on load, and the file is cut back to the last
-//   complete line so new appends never follow garbage.
+// - Every line carries a sequence number and a checksum; the log's header names the snapshot it
+//   continues. Loading refuses (StartupRefusedError) a gap, a checksum mismatch, a malformed
+//   record, a missing or damaged snapshot, naming the file and byte offset. Only a torn tail (an
+//   incomplete last record without its newline: a crash mid-write, never acknowledged) is dropped,
+//   and that is reported through `warn`.
+// - A snapshot is written beside, renamed into place, and then a fresh log naming it replaces the
+//   old one the same way, so every crash point leaves a loadable pair.
 
+import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from './types.js';
+import {
+  LOG_FORMAT, decodeLine, decodeSnapshot, encodeSnapshot, envelope, logRecovery, refusal, snapshotRecovery, type LogHeader,
+} from './durable-format.js';
 
 const LOG = 'log.jsonl';
 const SNAPSHOT = 'snapshot.json';
@@ -25,13 +32,56 @@ export interface Loaded<S> {
   snapshot: S | undefined;
   /** Log records newer than the snapshot, in order. */
   records: LogRecord[];
+  /** Byte offset of each record in the log (for refusals raised while replaying). */
+  offsets: number[];
+  /** Set when the directory was written by an earlier version (format 1) and was converted. */
+  convertedFrom?: 1;
 }
+
+export type Warn = (msg: string, fields?: Record<string, unknown>) => void;
 
 interface Waiter {
   seq: number;
   line: string;
   resolve(): void;
   reject(err: Error): void;
+}
+
+async function readIfExists(path: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
+/** Writes `text` to `path` atomically and durably (temporary file, fsync, rename, directory fsync). */
+async function replaceFile(dir: string, name: string, text: string): Promise<void> {
+  const tmp = join(dir, name + '.tmp');
+  const t = await open(tmp, 'w');
+  try {
+    await t.writeFile(text);
+    await t.sync();
+  } finally {
+    await t.close();
+  }
+  await rename(tmp, join(dir, name));
+  await syncDir(dir);
+}
+
+function logHeaderLine(snapshot: string | null, after: number): string {
+  const h: LogHeader = { log: LOG_FORMAT, snapshot, after };
+  return envelope(JSON.stringify(h));
 }
 
 export class DurableLog {
@@ -51,55 +101,161 @@ export class DurableLog {
     private readonly capture: () => unknown,
   ) {}
 
-  /** Open (creating) the store directory and read the snapshot and the log. */
-  static async open<S>(
-    dir: string,
-    snapshotEvery: number,
-    capture: () => unknown,
-  ): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
+  /**
+   * Open (creating) the store directory and read the snapshot and the log. Throws
+   * StartupRefusedError when they are damaged; changes nothing on disk in that case.
+   */
+  static async open<S>(dir: string, snapshotEvery: number, capture: () => unknown, warn: Warn = () => {}): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
     await mkdir(dir, { recursive: true });
-    let snapshot: (S & { seq: number }) | undefined;
-    try {
-      snapshot = JSON.parse(await readFile(join(dir, SNAPSHOT), 'utf8'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const logPath = join(dir, LOG);
+    const snapPath = join(dir, SNAPSHOT);
+    const snapBuf = await readIfExists(snapPath);
+    const logBuf = await readIfExists(logPath);
+    const snap = snapBuf ? decodeSnapshot(snapBuf, snapPath, snapshotRecovery(dir)) : undefined;
+    if (snapBuf && !logBuf) {
+      throw refusal(logPath, 0, `is missing while ${snapPath} exists (the writes recorded after the snapshot would be lost)`,
+        `Nothing was loaded or changed. To recover, restore ${dir} from a backup; or, accepting the loss of every write after the snapshot, create an empty ${logPath} and start again`);
     }
-    const baseSeq = snapshot?.seq ?? 0;
-    let text = '';
-    try {
-      text = await readFile(join(dir, LOG), 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    const records: LogRecord[] = [];
-    let valid = 0; // byte length of the complete, parseable prefix
-    let seq = baseSeq;
-    let pos = 0;
-    while (pos < text.length) {
-      const nl = text.indexOf('\n', pos);
-      if (nl < 0) break; // torn last line: never acknowledged, ignore
-      const line = text.slice(pos, nl);
-      let rec: LogRecord;
-      try {
-        rec = JSON.parse(line);
-      } catch {
-        if (nl + 1 >= text.length) break; // torn last record that happened to end in a newline
-        throw new Error(`${join(dir, LOG)}: corrupt record at byte ${Buffer.byteLength(text.slice(0, pos))}`);
+    // Format 1 (earlier versions): a headerless snapshot, a log of bare {"s":...} lines, or the
+    // empty log an earlier version created at its first start.
+    const v1 = snap?.version === 1 || (logBuf !== undefined && (/^\{"s":/.test(logBuf.subarray(0, 8).toString()) || (logBuf.length === 0 && !snap)));
+    const parsed = v1
+      ? DurableLog.readV1(dir, logPath, logBuf, snap ? (snap.version === 1 ? snap.body.seq : snap.header.seq) : 0, snapPath, warn)
+      : DurableLog.readV2(dir, logPath, logBuf, snap?.version === 2 ? snap.header : undefined, snapPath, warn);
+    const snapshot = snap ? (snap.body as S) : undefined;
+    let fh: FileHandle;
+    if (!logBuf) {
+      await replaceFile(dir, LOG, logHeaderLine(null, 0));
+      fh = await open(logPath, 'a');
+    } else {
+      // New appends must never follow a torn tail or a line without its newline.
+      if (parsed.tornAt !== undefined) {
+        const t = await open(logPath, 'r+');
+        try {
+          await t.truncate(parsed.tornAt);
+          await t.datasync();
+        } finally {
+          await t.close();
+        }
       }
+      fh = await open(logPath, 'a');
+      if (parsed.missingNewline) {
+        await fh.write('\n');
+        await fh.datasync();
+      }
+    }
+    const log = new DurableLog(dir, fh, parsed.seq, snapshotEvery, capture);
+    log.sinceSnapshot = parsed.records.length;
+    const loaded: Loaded<S> = { snapshot, records: parsed.records, offsets: parsed.offsets };
+    if (v1) loaded.convertedFrom = 1;
+    return { log, loaded };
+  }
+
+  /**
+   * Splits the log into complete lines. A last line without its newline is kept when it is a
+   * complete valid record (written whole; only the newline is missing: `missingNewline`), else it
+   * is a torn tail: dropped (`tornAt`), reported at warn.
+   */
+  private static lines(logPath: string, buf: Buffer, valid: (line: string) => boolean, warn: Warn) {
+    const lines: Array<{ line: string; offset: number }> = [];
+    let pos = 0;
+    let tornAt: number | undefined;
+    let missingNewline = false;
+    while (pos < buf.length) {
+      const nl = buf.indexOf(0x0a, pos);
+      if (nl < 0) {
+        const tail = buf.subarray(pos).toString('utf8');
+        if (valid(tail)) {
+          lines.push({ line: tail, offset: pos });
+          missingNewline = true;
+        } else {
+          tornAt = pos;
+          warn('embedded store: dropped a torn last record (a write interrupted by a crash, never acknowledged)', { file: logPath, offset: pos, bytes: buf.length - pos });
+        }
+        break;
+      }
+      lines.push({ line: buf.subarray(pos, nl).toString('utf8'), offset: pos });
       pos = nl + 1;
-      valid += Buffer.byteLength(line) + 1;
-      if (rec.s <= baseSeq) continue;
-      records.push(rec);
+    }
+    return { lines, tornAt, missingNewline };
+  }
+
+  private static readV2(dir: string, logPath: string, buf: Buffer | undefined, snap: { id: string; seq: number } | undefined, snapPath: string, warn: Warn) {
+    const records: LogRecord[] = [];
+    const offsets: number[] = [];
+    if (!buf) return { records, offsets, seq: 0, tornAt: undefined, missingNewline: false };
+    const { lines, tornAt, missingNewline } = DurableLog.lines(logPath, buf, (l) => decodeLine(l).ok, warn);
+    const recover = (off: number) => logRecovery(dir, logPath, off);
+    const first = lines[0];
+    if (!first) throw refusal(logPath, 0, 'is empty: its header naming the snapshot it continues is missing', snapshotRecovery(dir));
+    const h = decodeLine(first.line);
+    const header = h.ok ? (h.payload as unknown as LogHeader) : undefined;
+    if (!header || header.log !== LOG_FORMAT || !Number.isInteger(header.after)) {
+      throw refusal(logPath, 0, `has no valid header (${h.ok ? 'not a log header' : h.problem})`, snapshotRecovery(dir));
+    }
+    if (header.snapshot !== null && !snap) {
+      throw refusal(logPath, 0, `continues snapshot ${header.snapshot} (sequence ${header.after}), but ${snapPath} is missing`, snapshotRecovery(dir));
+    }
+    // The snapshot a log names is the one beside it, or a newer one (crash between writing a
+    // snapshot and replacing the log); never an older one.
+    const base = snap?.seq ?? 0;
+    if (snap && (snap.id === header.snapshot ? snap.seq !== header.after : snap.seq < header.after)) {
+      throw refusal(snapPath, 0, `is snapshot ${snap.id} (sequence ${snap.seq}), but ${logPath} continues ${header.snapshot ?? 'no snapshot'} (sequence ${header.after})`, snapshotRecovery(dir));
+    }
+    let expected = header.after + 1;
+    for (let i = 1; i < lines.length; i++) {
+      const { line, offset } = lines[i]!;
+      const d = decodeLine(line);
+      if (!d.ok) throw refusal(logPath, offset, `the record ${d.problem}`, recover(offset));
+      const s = d.payload.s;
+      if (s !== expected) {
+        throw refusal(logPath, offset, `the record has sequence ${String(s)} where ${expected} was expected (${typeof s === 'number' && s > expected ? 'records are missing' : 'out of order'})`, recover(offset));
+      }
+      expected++;
+      if (s <= base) continue;
+      records.push(d.payload as LogRecord);
+      offsets.push(offset);
+    }
+    return { records, offsets, seq: Math.max(base, expected - 1), tornAt, missingNewline };
+  }
+
+  /** Format 1 (earlier versions): no checksums to check, but sequences must still be contiguous. */
+  private static readV1(dir: string, logPath: string, buf: Buffer | undefined, base: number, snapPath: string, warn: Warn) {
+    const records: LogRecord[] = [];
+    const offsets: number[] = [];
+    const parse = (l: string): LogRecord | undefined => {
+      try {
+        const r = JSON.parse(l) as LogRecord;
+        return r && typeof r.s === 'number' ? r : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const { lines, tornAt, missingNewline } = buf
+      ? DurableLog.lines(logPath, buf, (l) => parse(l) !== undefined, warn)
+      : { lines: [], tornAt: undefined, missingNewline: false };
+    let expected = base + 1;
+    let seq = base;
+    for (const { line, offset } of lines) {
+      const rec = parse(line);
+      if (!rec) throw refusal(logPath, offset, 'the format-1 record is not valid JSON', logRecovery(dir, logPath, offset));
+      if (rec.s <= base) continue;
+      if (rec.s !== expected) {
+        const why = expected === 1 ? `records before it are missing: ${snapPath} was deleted or the log was cut` : 'records are missing';
+        throw refusal(logPath, offset, `the format-1 record has sequence ${rec.s} where ${expected} was expected (${why})`, logRecovery(dir, logPath, offset));
+      }
+      expected++;
       seq = rec.s;
+      records.push(rec);
+      offsets.push(offset);
     }
-    const fh = await open(join(dir, LOG), 'a+');
-    if ((await fh.stat()).size !== valid) {
-      await fh.truncate(valid);
-      await fh.datasync();
-    }
-    const log = new DurableLog(dir, fh, seq, snapshotEvery, capture);
-    log.sinceSnapshot = records.length;
-    return { log, loaded: { snapshot, records } };
+    return { records, offsets, seq, tornAt, missingNewline };
+  }
+
+  /** A start-up refusal for a record found wrong while replaying it (at `offset` in the log). */
+  damaged(offset: number, problem: string): Error {
+    const file = join(this.dir, LOG);
+    return refusal(file, offset, problem, logRecovery(this.dir, file, offset));
   }
 
   /** Why the log cannot accept writes, if it cannot. */
@@ -115,7 +271,7 @@ export class DurableLog {
     if (this.failed) return Promise.reject(new StorageError('Unavailable', this.failed));
     if (this.closed) return Promise.reject(new StorageError('Unavailable', 'store is closed'));
     const seq = ++this.seq;
-    const line = JSON.stringify({ s: seq, ...rec }) + '\n';
+    const line = envelope(JSON.stringify({ s: seq, ...rec }));
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ seq, line, resolve, reject });
       if (!this.flushing) void this.flushLoop();
@@ -149,33 +305,33 @@ export class DurableLog {
     }
   }
 
+  /** Write a snapshot now (after loading a format-1 directory: converts it). */
+  async compact(): Promise<void> {
+    while (this.flushing) await this.idle;
+    this.flushing = true;
+    try {
+      await this.writeSnapshot();
+    } finally {
+      this.flushing = false;
+    }
+    if (this.failed) throw new StorageError('Unavailable', this.failed);
+  }
+
   /**
-   * Write a snapshot of the whole in-memory state, then empty the log. The capture includes every
-   * record appended so far (queued ones too), so those are durable once the snapshot is.
+   * Write a snapshot of the whole in-memory state, then replace the log by an empty one naming it.
+   * The capture includes every record appended so far (queued ones too), so those are durable once
+   * the snapshot is.
    */
   private async writeSnapshot(): Promise<void> {
     const seq = this.seq;
     const covered = this.queue;
     this.queue = [];
     try {
-      const body = JSON.stringify({ ...(this.capture() as object), seq });
-      const tmp = join(this.dir, SNAPSHOT + '.tmp');
-      const t = await open(tmp, 'w');
-      try {
-        await t.writeFile(body);
-        await t.sync();
-      } finally {
-        await t.close();
-      }
-      await rename(tmp, join(this.dir, SNAPSHOT));
-      const d = await open(this.dir, 'r');
-      try {
-        await d.sync(); // make the rename durable before the log loses its lines
-      } finally {
-        await d.close();
-      }
-      await this.fh.truncate(0);
-      await this.fh.datasync();
+      const id = randomBytes(8).toString('hex');
+      await replaceFile(this.dir, SNAPSHOT, encodeSnapshot(id, seq, JSON.stringify(this.capture())));
+      await replaceFile(this.dir, LOG, logHeaderLine(id, seq));
+      await this.fh.close();
+      this.fh = await open(join(this.dir, LOG), 'a');
     } catch (err) {
       this.fail(err as Error, covered);
       return;

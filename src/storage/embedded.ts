@@ -1,8 +1,8 @@
 // The embedded store: the whole state in memory (WatchCache), made durable under
 // `<dataDir>/store/` by DurableLog (group-committed append-only log + snapshots). Single process:
-// two processes must not share one data directory.
+// the CLI locks the data directory (data-dir-lock.ts).
 
-import { DurableLog, type LogRecord } from './durable-log.js';
+import { DurableLog, type LogRecord, type Warn } from './durable-log.js';
 import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
 import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, type LeaseState } from './lease.js';
 import {
@@ -19,7 +19,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from './types.js';
-import { WatchCache, listAt, type ResourceCache } from './watch-cache.js';
+import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -33,6 +33,8 @@ export interface EmbeddedStoreOptions {
   progressIntervalMs?: number;
   /** Deep-freeze stored objects so accidental mutation throws (tests). */
   freezeObjects?: boolean;
+  /** Where start-up warnings go (a dropped torn tail, a converted format-1 directory). */
+  warn?: Warn;
 }
 
 interface Snapshot {
@@ -44,7 +46,7 @@ interface Snapshot {
 
 export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store> {
   const store = new EmbeddedStore(opts);
-  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000);
+  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000, opts.warn);
   return store;
 }
 
@@ -78,8 +80,8 @@ class EmbeddedStore implements Store {
     });
   }
 
-  async open(dir: string, snapshotEvery: number): Promise<void> {
-    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture());
+  async open(dir: string, snapshotEvery: number, warn: Warn = () => {}): Promise<void> {
+    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture(), warn);
     this.log = log;
     const snap = loaded.snapshot;
     if (snap) {
@@ -92,17 +94,25 @@ class EmbeddedStore implements Store {
       }
       for (const [name, l] of Object.entries(snap.leases)) this.leases.set(name, l);
     }
-    for (const rec of loaded.records) this.replay(rec);
+    loaded.records.forEach((rec, i) => this.replay(rec, log, loaded.offsets[i]!));
     this.durableRV = this.rv;
+    if (loaded.convertedFrom === 1) {
+      await log.compact();
+      warn('embedded store: converted a data directory written by an earlier version (format 1) to format 2', { dir });
+    }
   }
 
-  private replay(rec: LogRecord): void {
+  private replay(rec: LogRecord, log: DurableLog, offset: number): void {
     if (rec.op === 'lease') {
       this.leases.set(rec.name as string, rec.l as LeaseState);
       return;
     }
     const obj = rec.o as KubeObject;
     const rv = storedRV(obj);
+    // Every object write takes the next resourceVersion, so replayed ones are consecutive.
+    if (rv !== this.rv + 1) {
+      throw log.damaged(offset, `the record (sequence ${rec.s}) sets resourceVersion ${obj?.metadata?.resourceVersion} where ${this.rv + 1} was expected`);
+    }
     const [cluster, namespace, name] = rec.k as [string, string, string];
     this.rc(parseResourceId(rec.r as string)).apply(rec.t as 'ADDED', { cluster, namespace, name }, obj, rv);
     if (rv > this.rv) this.rv = rv;
@@ -140,8 +150,7 @@ class EmbeddedStore implements Store {
   }
 
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
-    if (opts.atRV !== undefined) return { items: listAt(this.rc(res), opts), resourceVersion: opts.atRV };
-    return { items: this.rc(res).list(opts.cluster, opts.namespace), resourceVersion: this.rv };
+    return { ...listFromCache(this.rc(res), opts, this.rv), resourceVersion: opts.atRV ?? this.rv };
   }
 
   async create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {

@@ -24,6 +24,8 @@ export interface StoreOptions {
   redisClusterNodes?: string[];
   /** Watch history per resource (default 10,000 events). */
   eventLogRetention?: number;
+  /** Warnings: the embedded store's start-up (torn tail dropped, format converted); Redis connection loss and recovery. */
+  warn?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 export async function createStore(options: StoreOptions): Promise<Store> {
@@ -32,7 +34,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   }
   switch (options.storage) {
     case 'embedded':
-      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention });
+      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention, warn: options.warn });
     case 'redis': {
       const prefix = validateKeyPrefix(options.redisKeyPrefix ?? DEFAULT_KEY_PREFIX);
       if (!options.redisUrl && !options.redisClusterNodes?.length) throw new Error('--storage=redis requires --redis-url');
@@ -44,6 +46,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         keyPrefix: prefix,
         redisOptions: { ...target.redisOptions, ...options.redisOptions },
         eventLogRetention: options.eventLogRetention,
+        log: options.warn ? { warn: options.warn } : undefined,
       });
     }
     default:

@@ -30,10 +30,8 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   await h.running.sink!.add(key, [configMap('b', { v: '1' })]);
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await git('/', 'ls-remote', remote.authURL('config'))).trim(), '', 'no commit before the request');
-  const started = Date.now();
   await createCommitRequest(h.store, 'save-1', 'tenants', { message: 'Raise the replica count\n\nbecause load' }, { username: 'alice' });
   const cr = await finished(h.store, 'save-1');
-  const took = Date.now() - started;
   assert.deepEqual(conditions(cr), ['AuthorAttributed=True/Submitter', 'Pushed=True/Pushed', 'Ready=True/Committed', 'Reconciling=False/Committed', 'Stalled=False/Committed']);
   const c = await cloneAndCheck(remote.authURL('config'), 'main');
   t.after(c.cleanup);
@@ -42,7 +40,6 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   const st = cr.status as { sha: string; branch: string };
   assert.equal(st.sha, (await git(c.dir, 'rev-parse', 'HEAD')).trim());
   assert.equal(st.branch, 'main');
-  assert.ok(took < 2000, `create→Committed took ${took} ms`);
 });
 
 test('asserted author and claims extras; a second request waits for the next window; NothingToCommit; missing and not-Ready targets fail at once', { timeout: 60_000 }, async (t) => {
@@ -103,4 +100,45 @@ test('AlreadyPresent when the window changes nothing; a finished request is dele
   assert.equal(readyOf(again)?.reason, 'AlreadyPresent');
   await waitFor('TTL deletion', async () => (await h.store.get(CR, { cluster: '_', namespace: 'team-a', name: 'again' })) === undefined, 5_000);
   assert.ok(await h.store.get(CR, { cluster: '_', namespace: 'team-a', name: 'first' }), 'the default TTL (1 h) keeps the other');
+});
+
+test('a crash between push and recording the outcome: the retry finds the commit in the branch and reports it, without a second commit', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'creq-idem-');
+  const remote = await gitServer(t);
+  const { createStore } = await import('../../src/storage/index.js');
+  const { WindowRecords } = await import('../../src/controllers/windows/record.js');
+  const { StoreWindowSink } = await import('../../src/controllers/windows/sink.js');
+  const { GitEngine } = await import('../../src/git/index.js');
+  const store = await createStore({ storage: 'embedded', dataDir: dir });
+  await createGitSecret(store, remote);
+  const { key } = await createGitTarget(store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
+  const records = new WindowRecords(store);
+  await new StoreWindowSink(records, () => undefined).add(key, [configMap('a', { v: '1' }), configMap('b', { v: '1' })]);
+  const cr = await createCommitRequest(store, 'save', 'tenants', { message: 'Save' }, { username: 'alice' });
+  const author = { name: 'alice', email: 'alice@noreply.cluster.local' };
+  // The state a crash right after the push leaves: the window closing with one attempt counted...
+  await records.mutate(key, (r) => {
+    const w = r.windows[0]!;
+    w.request = { name: 'save', uid: cr.metadata.uid!, message: 'Save', author, authorKind: 'submitter', attachedAt: Date.now(), closeAt: Date.now() };
+    w.closing = { reason: 'commit-request', at: Date.now(), attempts: 1 };
+  });
+  await store.close();
+  // ...and the commit already in the remote.
+  const pushed = await new GitEngine({ dataDir: tempDir(t, 'creq-idem-engine-'), committerName: COMMITTER.name, committerEmail: COMMITTER.email }).commit({
+    repository: { url: remote.url('config'), credentials: { username: remote.username, password: remote.password } },
+    branch: 'main',
+    folder: 'clusters/dev',
+    changes: [configMap('a', { v: '1' }), configMap('b', { v: '1' })],
+    author,
+    message: 'Save',
+  });
+  assert.equal(pushed.outcome, 'Committed');
+
+  const h = await startHarness(t, { dataDir: dir });
+  const done = await finished(h.store, 'save');
+  assert.equal(readyOf(done)?.reason, 'Committed');
+  assert.equal((done.status as { sha: string }).sha, pushed.outcome === 'Committed' ? pushed.sha : '');
+  const c = await cloneAndCheck(remote.authURL('config'), 'main');
+  t.after(c.cleanup);
+  assert.deepEqual(c.log, [`alice <alice@noreply.cluster.local>|${BOT}|Save`]);
 });

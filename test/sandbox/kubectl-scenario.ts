@@ -118,6 +118,11 @@ export function sandboxKubectlScenario(version: string | undefined): void {
       failed(await k.run(['get', 'cm', 'demo', '-n', 'team-a']), 'Error from server (NotFound): configmaps "demo" not found\n');
     });
 
+    test('explain reads the served OpenAPI of the core kinds', async () => {
+      ok(await k.run(['explain', 'configmap.data']), /data\s+<map\[string\]string>/);
+      ok(await k.run(['explain', 'namespace.status.phase']), /phase\s+<string>/);
+    });
+
     test('apply -f of a ConfigMap creates, then patches', async () => {
       const manifest = (v: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: team-a\ndata:\n  key: ${v}\n`;
       ok(await k.run(['apply', '-f', k.file('cm1.yaml', manifest('one'))]), 'configmap/applied created\n');

@@ -51,6 +51,8 @@ export interface StartedServer {
   stderr(): string;
   /** True while the child process runs. */
   alive(): boolean;
+  /** Process id of the server (for /proc measurements). */
+  pid: number;
   request(method: string, path: string, opts?: RequestOptions): Promise<Response>;
   /** GET/POST etc. shortcuts that assert nothing. */
   get(path: string, headers?: Record<string, string>): Promise<Response>;
@@ -192,6 +194,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
     key,
     agent,
     stderr: () => err,
+    pid: child.pid!,
     alive: () => !exited && child.exitCode === null,
     request,
     get: (path, headers) => request('GET', path, { headers }),

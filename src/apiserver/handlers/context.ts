@@ -15,6 +15,8 @@ export interface ServerState {
   /** Watch timeout when the client gives none (seconds, randomised per watch like kube-apiserver). */
   minRequestTimeoutSeconds: number;
   metrics: ServerMetrics;
+  /** Largest request body and largest object a patch may produce, in bytes. */
+  maxRequestBytes: number;
 }
 
 export interface HandlerContext {

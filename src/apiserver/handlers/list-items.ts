@@ -7,7 +7,11 @@ import { matches, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
 
 /** Reads the collection honouring resourceVersion semantics, then filters by selectors. */
-export async function listItems(h: HandlerContext, opts: ListOptions, cluster: string | undefined): Promise<{ items: KubeObject[]; listRV: number }> {
+export async function listItems(
+  h: HandlerContext,
+  opts: ListOptions,
+  cluster: string | undefined,
+): Promise<{ items: KubeObject[]; keys: string[]; listRV: number }> {
   const rv = opts.resourceVersion;
   const consistency = rv === '0' && !opts.continueToken ? 'any' : 'consistent';
   let res;
@@ -27,6 +31,13 @@ export async function listItems(h: HandlerContext, opts: ListOptions, cluster: s
     if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
   }
   const def = h.registry.def;
-  const filtered = opts.labelSelector.empty && opts.fieldSelector.empty ? res.items : res.items.filter((o) => matches(def, opts, o));
-  return { items: filtered, listRV: res.resourceVersion };
+  if (opts.labelSelector.empty && opts.fieldSelector.empty) return { items: res.items, keys: res.keys, listRV: res.resourceVersion };
+  const items: KubeObject[] = [];
+  const keys: string[] = [];
+  res.items.forEach((o, i) => {
+    if (!matches(def, opts, o)) return;
+    items.push(o);
+    keys.push(res.keys[i]!);
+  });
+  return { items, keys, listRV: res.resourceVersion };
 }

@@ -2,7 +2,7 @@
 import * as status from '../../api/status.js';
 import type { DeleteOptions } from '../../registry/registry.js';
 import type { KubeObject } from '../../model/object.js';
-import { decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
+import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiate } from '../negotiation.js';
 import { send } from '../respond.js';
 import { partialObjectMetadata } from '../representation.js';
@@ -15,19 +15,23 @@ function respondObject(h: HandlerContext, code: number, obj: KubeObject, warning
   send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj) : obj, output, warnings);
 }
 
+function kindOf(h: HandlerContext): { kind: string; version: string } {
+  return { kind: h.registry.def.kind, version: h.registry.apiVersion.split('/').pop()! };
+}
+
 export async function handleCreate(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = writeOptions(h.query, 'create', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, h.registry.def.protobuf);
-  const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body, opts);
-  respondObject(h, 201, object, warnings);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body.value, opts);
+  respondObject(h, 201, object, [...body.warnings, ...warnings]);
 }
 
 export async function handleUpdate(h: HandlerContext): Promise<void> {
   const opts = writeOptions(h.query, 'update', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, h.registry.def.protobuf);
-  const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body, opts, h.info.subresource);
-  respondObject(h, 200, object, warnings);
+  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body.value, opts, h.info.subresource);
+  respondObject(h, 200, object, [...body.warnings, ...warnings]);
 }
 
 export async function handlePatch(h: HandlerContext): Promise<void> {
@@ -36,10 +40,16 @@ export async function handlePatch(h: HandlerContext): Promise<void> {
   // Strategic merge patch exists for built-in kinds only (the sandbox's); our own group answers 415 as CRDs do.
   const mergeKeys = h.registry.def.strategicMerge;
   if (kind === 'strategic' && !mergeKeys) throw status.unsupportedPatchType();
-  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent']);
-  const apply = decodePatch(kind, h.req.body, mergeKeys);
-  const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, apply, opts, h.info.subresource);
-  respondObject(h, 200, object, warnings);
+  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent'], kind === 'apply');
+  if (kind === 'apply') {
+    const config = decodeApplyPatch(h.req.body, opts.fieldValidation);
+    const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config.value, opts, h.info.subresource);
+    respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
+    return;
+  }
+  const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes, mergeKeys);
+  const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
+  respondObject(h, 200, object, [...patch.warnings, ...warnings]);
 }
 
 /** DeleteOptions from the body (kubectl) and/or the query string. */
@@ -51,7 +61,7 @@ function deleteOptions(h: HandlerContext): DeleteOptions {
     if (mt !== '' && mt !== 'application/json' && mt !== 'application/yaml') {
       throw status.unsupportedMediaType('the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
     }
-    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw);
+    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw, 'Ignore').value;
     if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) throw status.badRequest('DeleteOptions must be a JSON object');
     body = decoded as Record<string, any>;
   }

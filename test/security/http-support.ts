@@ -1,0 +1,81 @@
+// Helpers of the pre-authentication attack tests: an HTTP/2 client (anonymous or with the admin
+// certificate), the server's resident memory from /proc, and its number of metric series.
+import { connect, constants, type ClientHttp2Session } from 'node:http2';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { StartedServer } from '../support/server.js';
+
+export interface H2Response {
+  status: number;
+  text: string;
+  body: any;
+  ms: number;
+}
+
+export function h2session(server: StartedServer, opts: { anonymous?: boolean } = {}): ClientHttp2Session {
+  return connect(server.url, { ca: server.ca, ...(opts.anonymous ? {} : { cert: server.cert, key: server.key }) });
+}
+
+/** One request on an HTTP/2 session; rejects after `timeoutMs`. */
+export function h2request(
+  session: ClientHttp2Session,
+  method: string,
+  path: string,
+  opts: { body?: string | Buffer; contentType?: string; timeoutMs?: number } = {},
+): Promise<H2Response> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { [constants.HTTP2_HEADER_METHOD]: method, [constants.HTTP2_HEADER_PATH]: path };
+    if (opts.body !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
+    const stream = session.request(headers, { endStream: opts.body === undefined });
+    const t = setTimeout(() => {
+      stream.close(constants.NGHTTP2_CANCEL);
+      reject(new Error(`${method} ${path}: no answer within ${opts.timeoutMs ?? 10_000} ms`));
+    }, opts.timeoutMs ?? 10_000);
+    let status = 0;
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => (status = Number(h[constants.HTTP2_HEADER_STATUS])));
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => {
+      clearTimeout(t);
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: any;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      resolve({ status, text, body, ms: performance.now() - started });
+    });
+    stream.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    if (opts.body !== undefined) stream.end(opts.body);
+  });
+}
+
+/** Resident set size of a process in bytes (Linux /proc). */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** Open file descriptors of a process (Linux /proc). */
+export function openFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** Number of samples (time series) in a Prometheus text exposition. */
+export function seriesCount(metricsText: string): number {
+  return metricsText.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+}
+
+/** Runs `fn` `total` times with at most `concurrency` in flight. */
+export async function repeat(total: number, concurrency: number, fn: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < total) await fn(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, total) }, worker));
+}
