@@ -15,5 +15,7 @@ export function parseControllers(value: string): Set<ControllerName> {
     }
     out.add(name as ControllerName);
   }
+  // The mirror hands its changes to the commit windows of the same process.
+  if (out.has('mirror') && !out.has('windows')) throw new Error('mirror needs windows in the same process; add windows to the list');
   return out;
 }
