@@ -137,3 +137,18 @@ test('the sandbox stops while mirrored; edits during the gap all land, once', { 
   }
   assert.deepEqual(changed.sort(), ['A\tclusters/dev/gap/configmaps/four.yaml', 'D\tclusters/dev/gap/configmaps/three.yaml', 'M\tclusters/dev/gap/configmaps/one.yaml']);
 });
+
+test('suspend stops the mirror; resuming catches up with one commit', { timeout: 120_000 }, async () => {
+  const repo = join(server.dataDir, 'git', 'team-a.git');
+  const before = (await commits(repo)).length;
+  await ok(server.kubectl, ['patch', 'gittarget', 'team-a', '--type=merge', '-p', '{"spec":{"suspend":true}}']);
+  const readyReason = () => ok(server.kubectl, ['get', 'gittarget', 'team-a', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']);
+  await until(async () => (await readyReason()) === 'Suspended', 'Ready=False/Suspended', 20_000, 200);
+  await ok(sandbox.kubectl, ['patch', 'configmap', 'gamma', '-n', 'team-a', '-p', '{"data":{"key":"gamma-2"}}']);
+  await new Promise((r) => setTimeout(r, (IDLE + 2) * 1000));
+  assert.equal((await commits(repo)).length, before, 'nothing is committed while suspended');
+  await ok(server.kubectl, ['patch', 'gittarget', 'team-a', '--type=merge', '-p', '{"spec":{"suspend":false}}']);
+  await until(async () => (await commits(repo)).length === before + 1, 'the catch-up commit', 30_000, 100);
+  await ok(server.kubectl, ['wait', '--for=condition=Ready', 'gittarget/team-a', '--timeout=30s']);
+  assert.equal(await git(repo, 'diff', '--name-status', 'main~1', 'main'), 'M\tclusters/dev/team-a/configmaps/gamma.yaml\n');
+});
