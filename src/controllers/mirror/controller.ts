@@ -123,12 +123,17 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const tk: TargetKey = { cluster: parseKey(key).cluster, namespace, name, uid };
     const cur = running.get(key);
     if (cur && cur.uid !== uid) await teardown(key);
+    const spec = obj.spec as any;
+    if (!Array.isArray(spec?.resources) || spec.resources.length === 0) {
+      // Nothing selected, nothing to mirror: the mirror neither connects nor writes status for it.
+      await teardown(key);
+      return;
+    }
     const lease = await keeper.acquire(targetLeaseName(tk));
     if (!lease) {
       await teardown(key);
       return { requeueAfterMs: 2_000 };
     }
-    const spec = obj.spec as any;
     const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
     if (spec?.suspend === true) {
       await teardown(key);
@@ -136,6 +141,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       return;
     }
     const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined);
+    if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
+      // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
+      log.warn('kubeconfig Secret not re-checked; the mirror keeps its credentials', { target: key, reason: conn.reason });
+      return { requeueAfterMs: recheckMs };
+    }
     if (!conn.ok) {
       await teardown(key);
       await writeStatus(key, uid, {

@@ -52,6 +52,10 @@ export function kubeconfigFromSecret(secret: SecretData, secretName: string, key
 }
 
 type Obj = Record<string, unknown>;
+
+function firstLine(e: unknown): string {
+  return String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 200);
+}
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function namedEntries(doc: Obj, list: string, field: string): Array<{ name: string; body: Obj }> {
@@ -83,7 +87,7 @@ export function vetKubeconfig(text: string, secretName: string): KubeConfigVerdi
   try {
     doc = parse(text);
   } catch (e) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not valid YAML: ${(e as Error).message.split('\n')[0]}` };
+    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not valid YAML: ${firstLine(e)}` };
   }
   if (!isObj(doc)) return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig (not a mapping)` };
   let clusters: Array<{ name: string; body: Obj }>;
@@ -122,7 +126,8 @@ export function vetKubeconfig(text: string, secretName: string): KubeConfigVerdi
   try {
     config.loadFromString(text);
   } catch (e) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig: ${(e as Error).message}` };
+    // First line only: parser messages go on to quote the text, and the text holds credentials.
+    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig: ${firstLine(e)}` };
   }
   const cluster = config.getCurrentCluster();
   if (!cluster) {
