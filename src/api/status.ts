@@ -79,6 +79,14 @@ export function conflict(gr: GroupResource, name: string, why: string): StatusEr
   });
 }
 
+/**
+ * A server-side apply conflict (apimachinery errors.NewApplyConflict): 409 Conflict whose causes
+ * name each conflicting field and its manager (cause type FieldManagerConflict), without details.name.
+ */
+export function applyConflict(message: string, causes: StatusCause[]): StatusError {
+  return failure(409, 'Conflict', message, { causes });
+}
+
 export const OBJECT_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again';
 
 export function invalid(gr: GroupResource & { kind: string }, name: string, errs: FieldError[]): StatusError {

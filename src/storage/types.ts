@@ -153,6 +153,15 @@ export interface Store {
    */
   oldestRetainedRV(res: ResourceRef): number;
 
+  /**
+   * Resolves once every write with an RV up to `rv` is acknowledged (durable). Watch events may be
+   * delivered before that (the embedded store applies a write to memory before its fsync);
+   * internal consumers (controllers) wait on this so they never act on a write a crash could take
+   * back. Absent when events are only delivered once durable (Redis: the event is read back from
+   * the stream the write went to).
+   */
+  waitDurable?(rv: number): Promise<void>;
+
   /** Acquire or take over an expired lease. Resolves null when someone else holds it. */
   acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null>;
   /** Extend a lease we hold; false when it was lost (expired and taken, or released). */
