@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { issueClientCert, makeCA, makeIntermediate, type CA, type KeyPair } from '../support/pki.js';
 import { assertStatus } from '../support/server.js';
-import { GROUP_PATH, request, startServer, tempDir, type HttpResult } from '../auth-e2e/harness.js';
+import { GROUP_PATH, commitRequest, request, startServer, tempDir, type HttpResult } from '../auth-e2e/harness.js';
 
 const cleanups: Array<() => unknown> = [];
 const ctx = { after: (fn: () => unknown) => cleanups.push(fn) };
@@ -42,10 +42,12 @@ const presented = (leaf: KeyPair, ...intermediates: CA[]): KeyPair => ({ certPem
 const LIST = `${GROUP_PATH}/gittargets`;
 const asStatus = (r: HttpResult) => ({ status: r.status, text: r.text, body: JSON.parse(r.text), headers: r.headers });
 
+let created = 0;
+/** Authenticated as `username`: a CommitRequest it creates records it as the submitter. */
 async function expectUser(cert: KeyPair, username: string): Promise<void> {
-  const r = await request(url, caPem, LIST, { cert });
-  assert.equal(r.status, 200, r.text);
-  void username;
+  const r = await request(url, caPem, `${GROUP_PATH}/namespaces/team-a/commitrequests`, { method: 'POST', cert, body: commitRequest(`x509-${++created}`, 'tenants') });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(JSON.parse(r.text).status.submitter.username, username);
 }
 
 async function expect401(cert: KeyPair, headers: Array<[string, string]> = []): Promise<void> {
