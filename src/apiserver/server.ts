@@ -3,6 +3,7 @@
 // handlers. `buildServer` assembles everything without listening, so tests can inject requests.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TLSSocket } from 'node:tls';
+import type { Http2SecureServer } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
@@ -16,6 +17,7 @@ import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
+import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
@@ -38,6 +40,8 @@ export interface ServerConfig {
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
+  /** Connection timeouts and the HTTP/2 stream cap (defaults: DEFAULT_CONNECTION_LIMITS). */
+  connections?: Partial<ConnectionLimits>;
   /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
   maxRequestBytes?: number;
 }
@@ -72,9 +76,13 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const discovery: DiscoveryDocs = buildDiscovery(GROUP, VERSION, RESOURCES, cfg.version);
   const openapi = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...cfg.connections };
   const app = fastify({
     http2: true,
+    // Idle sessions are closed by guardConnections (only when no stream is open), not by fastify.
+    http2SessionTimeout: 0,
     https: {
+      ...connectionServerOptions(limits),
       allowHTTP1: true,
       cert: cfg.tls.certPem,
       key: cfg.tls.keyPem,
@@ -86,6 +94,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
+    clientErrorHandler,
     forceCloseConnections: true,
     // URLs fastify cannot decode (bad percent-encoding) must still get a Status body, not fastify's own JSON.
     frameworkErrors: (err: any, _req: FastifyRequest, reply: FastifyReply) => {
@@ -93,6 +102,8 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       sendStatus(reply, s.status);
     },
   } as any) as unknown as FastifyInstance;
+
+  guardConnections(app.server as unknown as Http2SecureServer, limits, log);
 
   cfg.tls.onClientCAsChange?.(() => {
     // CA rotation: new handshakes verify against the new bundles, no restart.

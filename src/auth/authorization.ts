@@ -89,7 +89,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
     }
     case 'Delegated': {
       if (!opts.hosting) throw new Error('--authorization-mode: Delegated needs a hosting cluster: set --authorization-kubeconfig or --kubeconfig, or run in a cluster');
-      const d = await DelegatedAuthorizer.create(opts.hosting, { allowTTLMs: opts.allowCacheTTLMs, denyTTLMs: opts.denyCacheTTLMs });
+      const d = await DelegatedAuthorizer.create(opts.hosting, { allowTTLMs: opts.allowCacheTTLMs, denyTTLMs: opts.denyCacheTTLMs, now: deps.now });
       inner = d;
       closeInner = () => d.close();
       break;
