@@ -151,6 +151,13 @@ export function strictDecoding(problems: string[], kind?: { kind: string; versio
   return failure(400, 'BadRequest', kind ? `${kind.kind} in version "${kind.version}" cannot be handled as a ${kind.kind}: ${body}` : body);
 }
 
+/** An HTTP/1.1 request the parser refused: the body a client gets instead of the library's. */
+export function malformedHTTP(code: 400 | 408 | 431): StatusError {
+  if (code === 431) return failure(431, 'RequestHeaderFieldsTooLarge', 'the request headers are larger than the server accepts (16 KiB in total)');
+  if (code === 408) return failure(408, 'Timeout', 'the request did not arrive in time; the connection is closed');
+  return failure(400, 'BadRequest', 'the request is not valid HTTP/1.1; the connection is closed');
+}
+
 export function unsupportedMediaType(message: string): StatusError {
   return failure(415, 'UnsupportedMediaType', message);
 }

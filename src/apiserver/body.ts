@@ -78,7 +78,7 @@ export function decodePatch(
   body: unknown,
   mode: FieldValidation = 'Strict',
   limitBytes = MAX_BODY_BYTES,
-): { apply: (current: unknown) => unknown; warnings: string[] } {
+): { apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
   const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);

@@ -182,7 +182,7 @@ export class Registry {
     ctx: RequestContext,
     namespace: string,
     name: string,
-    apply: (current: KubeObject) => unknown,
+    apply: (current: KubeObject) => unknown | Promise<unknown>,
     opts: WriteOptions,
     subresource: string,
   ): Promise<WriteResult> {
@@ -192,7 +192,7 @@ export class Registry {
       // can only come from the client: an optimistic-lock precondition, never retried.
       const base = clone(old);
       delete base.metadata.resourceVersion;
-      const patched = this.checkBody(apply(base), namespace, name);
+      const patched = this.checkBody(await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
       const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
@@ -381,7 +381,16 @@ export class Registry {
  * objects do; wildcard clients key their caches on it. The server owns the annotation.
  */
 function stampCluster(ctx: RequestContext, obj: KubeObject): void {
-  if (ctx.cluster === DEFAULT_CLUSTER) return;
+  if (ctx.cluster === DEFAULT_CLUSTER) {
+    // No client may claim a logical cluster: in the default cluster the annotation is dropped.
+    const annotations = obj.metadata.annotations;
+    if (annotations && KCP_CLUSTER_ANNOTATION in annotations) {
+      const { [KCP_CLUSTER_ANNOTATION]: _claimed, ...rest } = annotations;
+      if (Object.keys(rest).length === 0) delete obj.metadata.annotations;
+      else obj.metadata.annotations = rest;
+    }
+    return;
+  }
   obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
 }
 
