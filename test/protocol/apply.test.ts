@@ -7,7 +7,8 @@ import { GROUP, VERSION, assertStatus, gitTarget, ns, startServer, type Response
 
 let server: StartedServer;
 before(async () => {
-  server = await startServer();
+  // API semantics only: no controller writes status behind the test's back.
+  server = await startServer(['--controllers=none']);
 });
 after(() => server?.stop());
 
