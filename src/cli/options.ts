@@ -8,6 +8,8 @@ import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 // Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
+import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
+import { parseDuration } from '../auth/index.js';
 
 export class FlagError extends Error {}
 
@@ -60,12 +62,17 @@ export interface ServeOptions {
   controllers: Set<ControllerName>;
   authn: AuthnOptions;
   authz: AuthzOptions;
+  registration: RegistrationOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
 }
 
 export function allServeFlags(): Flag[] {
-  return [...SERVE_FLAGS, ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default }))];
+  return [
+    ...SERVE_FLAGS,
+    ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
+    ...REGISTRATION_FLAGS,
+  ];
 }
 
 export function helpText(): string {
@@ -154,6 +161,14 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     if (e instanceof AuthFlagError) throw new FlagError(e.message);
     throw e;
   }
+  let registration: RegistrationOptions;
+  try {
+    const hostingConfigured = !!values['kubeconfig'] || !!process.env.KUBERNETES_SERVICE_HOST;
+    registration = parseRegistrationFlags(values, hostingConfigured, parseDuration);
+  } catch (e) {
+    if (e instanceof RegistrationFlagError) throw new FlagError(e.message);
+    throw e;
+  }
   return {
     securePort,
     bindAddress: values['bind-address']!,
@@ -174,6 +189,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     controllers,
     authn: auth.authn,
     authz: auth.authz,
+    registration,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
   };
 }
