@@ -196,6 +196,13 @@ test('the same create, update, patch, apply and forced apply sequence gives the 
   await step('status apply by ctl-b taking ctl-a\'s condition → conflict', 409, 'PATCH', `${P}/status?fieldManager=ctl-b`, APPLY, statusConfig([cond('Ready', 'False')]));
   await step('status merge patch by ctl-c', 200, 'PATCH', `${P}/status?fieldManager=ctl-c`, MERGE, { status: { pendingChanges: 3 } });
   await step('main-resource apply that also sends status (ignored)', 200, 'PATCH', `${P}?fieldManager=mgr-c`, APPLY, { ...gt({ suspend: false }), status: { pendingChanges: 9 } });
+  const meta = (extra: Record<string, unknown>) => ({ ...gt({ suspend: false }), metadata: { name: 'diff', namespace: 'default', ...extra } });
+  const owner = (uid: string, name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
+  await step('metadata: finalizers (a set) and ownerReferences (a map keyed by uid) by mgr-d', 200, 'PATCH', `${P}?fieldManager=mgr-d`, APPLY,
+    meta({ finalizers: ['example.com/a', 'example.com/b'], ownerReferences: [owner('00000000-0000-4000-8000-00000000000a', 'a')] }), true);
+  await step('the same by mgr-e, overlapping: set union, map items merged', 200, 'PATCH', `${P}?fieldManager=mgr-e`, APPLY,
+    meta({ finalizers: ['example.com/b', 'example.com/c'], ownerReferences: [owner('00000000-0000-4000-8000-00000000000b', 'b')] }), true);
+  await step('mgr-d drops everything it alone owned', 200, 'PATCH', `${P}?fieldManager=mgr-d`, APPLY, meta({}), true);
   await step('apply that creates another object', 201, 'PATCH', `${BASE}/other?fieldManager=mgr-a`, APPLY, { ...gt({}), metadata: { name: 'other', namespace: 'default' } });
 });
 
