@@ -121,6 +121,34 @@ interface Proc {
   exited: boolean;
 }
 
+// If this test process ends without stop() (a runner deadline, a crash), the control plane must not
+// outlive it: its processes are killed on exit and on SIGTERM/SIGINT.
+const orphans = new Set<ChildProcess>();
+const orphanDirs = new Set<string>();
+let exitHooked = false;
+function killOrphansOnExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  const killAll = () => {
+    for (const c of orphans) c.kill('SIGKILL');
+    for (const d of orphanDirs) rmSync(d, { recursive: true, force: true });
+  };
+  process.once('exit', killAll);
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(sig, () => {
+      killAll();
+      process.exit(128 + (sig === 'SIGTERM' ? 15 : 2));
+    });
+  }
+}
+
+/** Registers a child process to be killed if this process ends first. */
+export function ownChild(child: ChildProcess): void {
+  killOrphansOnExit();
+  orphans.add(child);
+  child.once('exit', () => orphans.delete(child));
+}
+
 async function stopProc(p: Proc): Promise<void> {
   if (p.exited) return;
   const gone = new Promise<void>((r) => p.child.once('exit', () => r()));
@@ -133,6 +161,8 @@ async function stopProc(p: Proc): Promise<void> {
 export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
   const bin = opts.binDir ?? (await buildBinaries('control-plane'));
   const dir = mkdtempSync(join(tmpdir(), 'reverser-cluster-'));
+  killOrphansOnExit();
+  orphanDirs.add(dir);
   const pki = join(dir, 'pki');
   mkdirSync(pki);
   const procs: Proc[] = [];
@@ -146,6 +176,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
     const fd = openSync(logFile, 'a');
     const child = spawn(join(bin, name), args, { stdio: ['ignore', fd, fd], cwd: dir });
     closeSync(fd);
+    ownChild(child);
     const p: Proc = { name, child, logFile, exited: false };
     child.once('exit', () => (p.exited = true));
     procs.push(p);
@@ -161,6 +192,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
   const stopAll = async () => {
     for (const p of procs.slice().reverse()) await stopProc(p);
     rmSync(dir, { recursive: true, force: true });
+    orphanDirs.delete(dir);
   };
   const alive = (p: Proc, what: string) => {
     if (p.exited) throw new WaitAborted(`${p.name} exited while waiting for ${what}:\n${log(p.name).slice(-6000)}`);
