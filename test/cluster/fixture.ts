@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/net.js';
+import { waitMs } from '../support/deadline.js';
 import { issueClientCert, issueServerCert, makeCA, type CA, type KeyPair } from '../support/pki.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -25,8 +26,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Thrown from an `until` callback when waiting longer cannot help (a process exited). */
 export class WaitAborted extends Error {}
 
-/** Polls `fn` until it returns a truthy value; throws naming `what` after `ms`, or at once on WaitAborted. */
+/**
+ * Polls `fn` until it returns a truthy value; throws naming `what` after `ms` (scaled by
+ * TEST_WAIT_SCALE), or at once on WaitAborted. Unlike test/support/deadline.ts `until`, an error
+ * thrown by `fn` counts as "not yet" (a process still starting refuses connections).
+ */
 export async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 30_000, every = 200): Promise<T> {
+  ms = waitMs(ms);
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {
