@@ -39,7 +39,7 @@ export const ObjectMetaSchema = Type.Object(
           },
           { additionalProperties: false },
         ),
-        { description: 'Objects depended on by this object.' },
+        { description: 'Objects depended on by this object.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'] },
       ),
     ),
     managedFields: Type.Optional(

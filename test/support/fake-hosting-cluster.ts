@@ -3,11 +3,12 @@
 // kube-system/extension-apiserver-authentication. Writes a kubeconfig pointing at itself.
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueServerCert, makeCA } from './pki.js';
+import { withDeadline } from './deadline.js';
 
 export const FAKE_SA_TOKEN = 'fake-hosting-sa-token';
 
@@ -108,8 +109,11 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
     async close() {
       for (const r of [...hanging, ...watchers]) r.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      // Stop listening first, then end every socket, including one still in its TLS handshake
+      // (a client reconnecting its watch), which closeAllConnections() does not know about.
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      for (const s of sockets) s.destroy();
+      await withDeadline(closed, 'the fake hosting cluster to close', 10_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -199,6 +203,11 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const port = (server.address() as AddressInfo).port;
