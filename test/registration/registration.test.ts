@@ -105,6 +105,7 @@ test('403 on apiservices: logged once, serving continues; granted back and the C
   fake.apiServicesStatus = undefined;
   const want = Buffer.from(`${rotated.certPem.trimEnd()}\n${servingCA.certPem}`).toString('base64');
   await until(() => fake.apiServices!.get(NAME)?.spec.caBundle === want, 'the rotated caBundle', 5_000);
+  await until(() => logLines('the serving CA changed').length > 0, 'the rotation logged');
   assert.equal(logLines('the serving CA changed').length, 1, srv.logs());
   assert.equal(logLines('forbidden to manage apiservices').length, 1);
 });
