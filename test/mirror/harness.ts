@@ -94,7 +94,7 @@ export async function startSandbox(): Promise<Sandbox> {
 
 /** The main server mirroring `sandbox` (its default source is the sandbox). */
 export async function startMirroringServer(sandbox: Sandbox, extra: string[] = []): Promise<StartedServer & { kubectl: Kubectl }> {
-  const server = await startServer(['--kubeconfig', sandbox.kubeconfig, '--authentication-tolerate-lookup-failure=true', ...extra]);
+  const server = await startServer(['--controllers=all', '--kubeconfig', sandbox.kubeconfig, '--authentication-tolerate-lookup-failure=true', ...extra]);
   const kubectl = new Kubectl(kubectlBinary(), server.kubeconfig);
   const stop = server.stop;
   return Object.assign(server, {

@@ -19,7 +19,7 @@ const IDLE = 2;
 before(async () => {
   remote = await startGitServer();
   remote.createBareRepo('team-a');
-  server = await startServer(['--sandbox']);
+  server = await startServer(['--sandbox', '--controllers=all']);
   kubectl = new Kubectl(kubectlBinary(), server.kubeconfig);
 });
 
