@@ -9,6 +9,7 @@ import { assertStatus, gitTarget, ns, startServer } from '../support/server.js';
 import { h2request, h2session } from './http-support.js';
 
 const LIMIT = 3 * 1024 * 1024;
+const TRIES = 5;
 
 function amplifyingPatch(): string {
   const ops: unknown[] = [{ op: 'add', path: '/metadata/annotations', value: { seed: 'x'.repeat(1024) } }];
@@ -55,11 +56,11 @@ test('a 3.3 KB copy-amplifying JSON patch answers 413 within 1 s and /healthz st
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
   };
   for (const query of ['', '?dryRun=All']) {
-    // On a machine shared with other jobs wall-clock latency is noisy, so the latency bound gets up
-    // to three tries (a patch that really blocks the server, as before the fix for 41 s, fails
+    // On a machine shared with other jobs (and other test files) wall-clock latency is noisy, so the
+    // latency bound gets up to TRIES tries (a patch that really blocks the server, as before the fix for 41 s, fails
     // them all); the answer time and the CPU the server spends are checked on every try.
     const tries: string[] = [];
-    for (let attempt = 1; attempt <= 3; attempt++) {
+    for (let attempt = 1; attempt <= TRIES; attempt++) {
       let r!: Awaited<ReturnType<typeof h2request>>;
       const cpuBefore = cpuMs();
       const worstHealthz = await pollHealthz(async () => {
@@ -80,7 +81,7 @@ test('a 3.3 KB copy-amplifying JSON patch answers 413 within 1 s and /healthz st
       // Under 100 ms on an idle machine; on a loaded one, the patch may add at most 100 ms to the
       // worst latency seen without it.
       if (worstHealthz < 100 + baseline) break;
-      assert.ok(attempt < 3, `/healthz too slow while the patch ran: ${tries.join('; ')}`);
+      assert.ok(attempt < TRIES, `/healthz too slow while the patch ran: ${tries.join('; ')}`);
     }
     t.diagnostic(`patch${query}: ${tries.join('; ')}`);
   }
