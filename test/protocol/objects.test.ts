@@ -357,6 +357,17 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(r.headers['content-type'], 'application/json');
     assert.equal(r.body.kind, 'GitTargetList');
   });
+  test('?pretty=true: JSON indented by two spaces with a final newline, for objects, lists and errors', async () => {
+    for (const path of [`${ns('sel')}/demo`, ns('sel'), `${ns('sel')}/missing`]) {
+      const compact = await server.get(path);
+      const pretty = await server.get(`${path}${path.includes('?') ? '&' : '?'}pretty=true`);
+      assert.equal(pretty.status, compact.status);
+      assert.equal(pretty.text, `${JSON.stringify(compact.body, null, 2)}\n`);
+      assert.equal(compact.text, JSON.stringify(compact.body));
+    }
+    assert.equal((await server.get(`${ns('sel')}/demo?pretty=1`)).text.startsWith('{\n  "apiVersion"'), true);
+    assert.equal((await server.get(`${ns('sel')}/demo?pretty=false`)).text.startsWith('{"apiVersion"'), true);
+  });
   test('YAML output when asked for', async () => {
     const r = await server.get(`${ns('sel')}/demo`, { accept: 'application/yaml' });
     assert.equal(r.status, 200);
