@@ -3,6 +3,7 @@
 // Only what every command needs is imported here; `serve` loads the server when it runs, so
 // `version` and `--help` start in a fraction of the time and never load the git engine.
 import { FlagError, helpText, parseServeFlags } from './options.js';
+import { preflightServe } from './preflight.js';
 import { KUBERNETES_API_LEVEL, ownVersion, versionInfo } from './version.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -22,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
   let opts;
   try {
     opts = parseServeFlags(rest);
+    preflightServe(opts);
   } catch (e) {
     if (e instanceof FlagError) {
       process.stderr.write(`error: ${e.message}\n`);
