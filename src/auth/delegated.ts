@@ -78,6 +78,9 @@ export class DelegatedAuthorizer implements Authorizer {
   }
 
   authorize(attrs: Attributes): Promise<AuthorizationResult> {
+    // No workspace can grant a request across all of them, and the hosting cluster's answer for a
+    // plain request is not one either (PrivilegedUnionAuthorizer decides wildcard requests).
+    if (attrs.cluster === '*') return Promise.resolve({ decision: 'noopinion', reason: 'a request across all logical clusters (/clusters/*) is not delegated' });
     const key = attributesKey(attrs);
     const now = this.now();
     const hit = this.cache.get(key);

@@ -4,21 +4,28 @@ import { isAbsolute, join, relative } from 'node:path';
 import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
 import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
-import { createStore } from '../storage/index.js';
+import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
-import type { GitEngine } from '../git/index.js';
+import type { CommitEngine } from '../git/index.js';
+import { createServerMetrics } from '../metrics/metrics.js';
+import type { RunningControllers } from '../controllers/index.js';
+import { startRegistration, type RunningRegistration } from './registration.js';
 
 export interface Running {
   server: BuiltServer;
   /**
-   * The git engine controllers commit through (one writer per branch via leases in the store).
-   * Loaded on first use: nothing commits until a controller does, and isomorphic-git costs ~18 MB.
+   * The git engine controllers commit through: a worker thread (git/worker.ts), one writer per
+   * branch via leases in the store. Loaded on first use; the worker starts on the first commit.
    */
-  git(): Promise<GitEngine>;
+  git(): Promise<CommitEngine>;
+  /** The store this process serves (benchmarks and tests seed it directly). */
+  store: Store;
+  /** The controllers of this replica (none with --controllers=none). */
+  controllers: RunningControllers | undefined;
   url: string;
   stop(): Promise<void>;
 }
@@ -45,6 +52,8 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  /** The CA that signed the serving certificate when we generated it (the APIService caBundle). */
+  let generatedCAFile: string | undefined;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
@@ -55,6 +64,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     });
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
+    generatedCAFile = pki.caFile;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
       devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
@@ -70,12 +80,13 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     eventLogRetention: opts.eventLogRetention,
     warn: (m, f) => log.warn(m, f),
   });
-  let engine: Promise<GitEngine> | undefined;
+  let engine: Promise<CommitEngine> | undefined;
   const git = () =>
-    (engine ??= import('../git/index.js').then(
-      ({ GitEngine }) =>
-        new GitEngine({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+    (engine ??= import('../git/worker.js').then(
+      ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
     ));
+  const metrics = createServerMetrics();
+  let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -87,11 +98,22 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     version: versionInfo(),
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    metrics,
+    healthChecks: opts.registration.enabled
+      ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]
+      : [],
     maxRequestBytes: opts.maxRequestBytes,
+    connections: opts.connections,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode });
+  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
+  let controllers: RunningControllers | undefined;
+  if (opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
+  }
   if (devAdmin) {
     const kubeconfig = join(opts.dataDir, 'admin.kubeconfig');
     writeFileSync(
@@ -109,15 +131,23 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
+  if (opts.registration.enabled) {
+    registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);
+  }
   let stopped = false;
   return {
     server,
     git,
+    store,
+    controllers,
     url,
     async stop() {
       if (stopped) return;
       stopped = true;
+      await controllers?.stop();
+      registration?.stop();
       await server.close();
+      if (engine) await (await engine).close();
       authn.close();
       authz.close();
       await store.close();

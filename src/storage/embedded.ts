@@ -19,7 +19,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from './types.js';
-import { WatchCache, listAt, type ResourceCache } from './watch-cache.js';
+import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -67,6 +67,9 @@ class EmbeddedStore implements Store {
   private readonly leases = new Map<string, LeaseState>();
   private log: DurableLog | undefined;
   private closed = false;
+  /** Every write up to this RV is on disk (writes are logged in RV order, so one number says it). */
+  private durableRV = 0;
+  private durableWaiters: Array<{ rv: number; resolve(): void; reject(e: Error): void }> = [];
 
   constructor(opts: EmbeddedStoreOptions) {
     this.cache = new WatchCache({
@@ -82,7 +85,7 @@ class EmbeddedStore implements Store {
     this.log = log;
     const snap = loaded.snapshot;
     if (snap) {
-      this.rv = this.baseRV = snap.rv;
+      this.rv = this.baseRV = this.durableRV = snap.rv;
       for (const [id, objs] of Object.entries(snap.resources)) {
         this.cache.resource(id, snap.rv).reset(
           objs.map(([cluster, namespace, name, obj]) => [{ cluster, namespace, name }, obj]),
@@ -92,6 +95,7 @@ class EmbeddedStore implements Store {
       for (const [name, l] of Object.entries(snap.leases)) this.leases.set(name, l);
     }
     loaded.records.forEach((rec, i) => this.replay(rec, log, loaded.offsets[i]!));
+    this.durableRV = this.rv;
     if (loaded.convertedFrom === 1) {
       await log.compact();
       warn('embedded store: converted a data directory written by an earlier version (format 1) to format 2', { dir });
@@ -146,8 +150,7 @@ class EmbeddedStore implements Store {
   }
 
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
-    if (opts.atRV !== undefined) return { items: listAt(this.rc(res), opts), resourceVersion: opts.atRV };
-    return { items: this.rc(res).list(opts.cluster, opts.namespace), resourceVersion: this.rv };
+    return { ...listFromCache(this.rc(res), opts, this.rv), resourceVersion: opts.atRV ?? this.rv };
   }
 
   async create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
@@ -187,8 +190,31 @@ class EmbeddedStore implements Store {
     const rv = ++this.rv;
     const stored = withRV(obj, rv);
     rc.apply(type, key, stored, rv);
-    await this.persist({ op: type === 'DELETED' ? 'del' : 'put', r: resourceId(res), k: [key.cluster, key.namespace, key.name], t: type, o: stored });
+    try {
+      await this.persist({ op: type === 'DELETED' ? 'del' : 'put', r: resourceId(res), k: [key.cluster, key.namespace, key.name], t: type, o: stored });
+    } catch (e) {
+      for (const w of this.durableWaiters.splice(0)) w.reject(e as Error);
+      throw e;
+    }
+    this.markDurable(rv);
     return stored;
+  }
+
+  private markDurable(rv: number): void {
+    if (rv <= this.durableRV) return;
+    this.durableRV = rv;
+    if (this.durableWaiters.length === 0) return;
+    const still: typeof this.durableWaiters = [];
+    for (const w of this.durableWaiters) (w.rv <= rv ? w.resolve() : still.push(w));
+    this.durableWaiters = still;
+  }
+
+  waitDurable(rv: number): Promise<void> {
+    if (!this.log || rv <= this.durableRV) return Promise.resolve();
+    if (this.closed) return Promise.reject(new StorageError('Unavailable', 'store is closed'));
+    const bad = this.log.unhealthy;
+    if (bad) return Promise.reject(new StorageError('Unavailable', bad));
+    return new Promise((resolve, reject) => this.durableWaiters.push({ rv, resolve, reject }));
   }
 
   async watch(res: ResourceRef, opts: WatchOptions, cb: WatchCallbacks): Promise<WatchHandle> {
@@ -242,6 +268,7 @@ class EmbeddedStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const w of this.durableWaiters.splice(0)) w.reject(new StorageError('Unavailable', 'store is closed'));
     this.cache.stop();
     this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
     await this.log?.close();

@@ -78,7 +78,8 @@ export interface ListOptions {
   consistency?: 'consistent' | 'any';
   /**
    * Serve the list as it was at this RV (continue tokens read one snapshot). Rejects with
-   * StorageError('Expired') when the RV is older than the retained event log.
+   * StorageError('Expired') when the RV is older than the retained event log, and with
+   * StorageError('Timeout') when it is newer than the store's (no such snapshot exists yet).
    */
   atRV?: number;
 }
@@ -86,6 +87,11 @@ export interface ListOptions {
 export interface ListResult {
   /** Sorted by (cluster, namespace, name). */
   items: KubeObject[];
+  /**
+   * The store's sort key of each item (same index), opaque to callers: paginated lists resume
+   * after one of these. Derived from where the object is stored, never from its content.
+   */
+  keys: string[];
   /** The store RV the list reflects. */
   resourceVersion: number;
 }
@@ -146,6 +152,15 @@ export interface Store {
    * (redis) answer from the process's cache as of its last read of `res`; 0 before the first one.
    */
   oldestRetainedRV(res: ResourceRef): number;
+
+  /**
+   * Resolves once every write with an RV up to `rv` is acknowledged (durable). Watch events may be
+   * delivered before that (the embedded store applies a write to memory before its fsync);
+   * internal consumers (controllers) wait on this so they never act on a write a crash could take
+   * back. Absent when events are only delivered once durable (Redis: the event is read back from
+   * the stream the write went to).
+   */
+  waitDurable?(rv: number): Promise<void>;
 
   /** Acquire or take over an expired lease. Resolves null when someone else holds it. */
   acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null>;

@@ -179,10 +179,13 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
   const rh1 = makeCA('front-proxy-ca-1');
   const rh2 = makeCA('front-proxy-ca-2');
   const clientCA = makeCA('cluster-ca');
-  const chain = (pem: string) => [new X509Certificate(pem)];
+  // As the TLS layer hands it over: the presented leaf completed up to its root, verified by
+  // OpenSSL against the union of the bundles (which bundle anchors it is the authenticators' call).
   const fp1 = issueClientCert(rh1, 'front-proxy-client');
   const fp2 = issueClientCert(rh2, 'front-proxy-client');
-  const proxied = (certPem: string): AuthnRequest => ({ peerChain: chain(certPem), headers: {},
+  const issuers = new Map<string, string>([[fp1.certPem, rh1.certPem], [fp2.certPem, rh2.certPem]]);
+  const chain = (pem: string) => [new X509Certificate(pem), new X509Certificate(issuers.get(pem)!)];
+  const proxied = (certPem: string): AuthnRequest => ({ peerChain: chain(certPem), peerVerified: { authorized: true }, headers: {},
     rawHeaders: ['X-Proxy-User', 'alice', 'X-Proxy-Group', 'devs', 'X-Proxy-Group', 'ops', 'X-Proxy-Extra-Scopes%2Fa', 'x'] });
   const data = (rh: string) => ({
     'client-ca-file': clientCA.certPem,
@@ -209,7 +212,8 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
     consumedHeaders: ['X-Proxy-User', 'X-Proxy-Group', 'X-Proxy-Extra-Scopes%2Fa'] });
   assert.equal((await built.authenticator.authenticate(proxied(fp2.certPem))).kind, 'error');
   const carol = issueClientCert(clientCA, 'carol', ['qa']);
-  const c = await built.authenticator.authenticate({ peerChain: chain(carol.certPem), headers: {}, rawHeaders: ['X-Proxy-User', 'mallory'] });
+  issuers.set(carol.certPem, clientCA.certPem);
+  const c = await built.authenticator.authenticate({ peerChain: chain(carol.certPem), peerVerified: { authorized: true }, headers: {}, rawHeaders: ['X-Proxy-User', 'mallory'] });
   assert.equal(c.kind === 'user' && c.user.username, 'carol');
 
   // Rotation: the watch delivers the new CA; no restart.

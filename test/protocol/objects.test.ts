@@ -541,13 +541,7 @@ describe('H. patch', () => {
   test('78: merge patch of a missing object → 404', async () => {
     assertStatus(await merge(`${ns('h')}/missing`, { spec: {} }), 404, 'NotFound', `${G} "missing" not found`);
   });
-  test('79–83, 87: server-side apply is not implemented yet: a clear 415 (with or without fieldManager, also dry run)', async () => {
-    const msg = 'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch';
-    for (const q of ['', '?fieldManager=mgr-a', '?fieldManager=mgr-a&force=true', '?fieldManager=mgr-a&dryRun=All']) {
-      assertStatus(await server.request('PATCH', `${P()}${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('demo', 'h') }), 415, 'UnsupportedMediaType', msg);
-      assertStatus(await server.request('PATCH', `${ns('h')}/absent${q}`, { contentType: 'application/apply-patch+yaml', body: gitTarget('absent', 'h') }), 415, 'UnsupportedMediaType', msg);
-    }
-  });
+  // 79–83 (server-side apply) are in apply.test.ts.
   test('84: force on a merge patch → 422', async () => {
     assertStatus(
       await server.request('PATCH', `${P()}?force=true`, { contentType: 'application/merge-patch+json', body: {} }),

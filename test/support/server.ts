@@ -59,17 +59,32 @@ export interface StartedServer {
   /** Raw HTTPS request for streaming (watch): returns the IncomingMessage once headers arrive. */
   stream(path: string, headers?: Record<string, string>): Promise<import('node:http').IncomingMessage>;
   agent: Agent;
+  /** SIGKILL (a crash: no shutdown, no flush); resolves once the process is gone. Keeps the data dir. */
+  kill(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Use this data directory (kept after stop) instead of a fresh temporary one. */
+  dataDir?: string;
 }
 
 
 export { freePort };
 
+/**
+ * API tests run the server without controllers (`--controllers=none`) so that nothing but the test
+ * writes objects; tests of the controllers pass `--controllers=...` themselves.
+ */
+export function controllersDefault(args: readonly string[]): string[] {
+  return args.some((a) => a === '--controllers' || a.startsWith('--controllers=')) ? [] : ['--controllers=none'];
+}
+
 /** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
-export async function startServer(extraArgs: string[] = []): Promise<StartedServer> {
+export async function startServer(extraArgs: string[] = [], opts: StartOptions = {}): Promise<StartedServer> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(extraArgs);
+      return await startOnce(extraArgs, opts);
     } catch (e) {
       // A port taken between freePort() and listen() is the only failure worth another port.
       if (attempt < 3 && String((e as Error).message).includes('EADDRINUSE')) continue;
@@ -78,12 +93,15 @@ export async function startServer(extraArgs: string[] = []): Promise<StartedServ
   }
 }
 
-async function startOnce(extraArgs: string[]): Promise<StartedServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
+async function startOnce(extraArgs: string[], opts: StartOptions): Promise<StartedServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
+  const removeDataDir = () => {
+    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...extraArgs],
+    [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...controllersDefault(extraArgs), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -103,7 +121,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
   try {
     await withDeadline(ready, 'the server to print its kubectl line', 30_000, () => child.kill('SIGKILL'));
   } catch (e) {
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
     if (e instanceof DeadlineError) e.message += `\nstdout:\n${out}\nstderr:\n${err}`;
     throw e;
   }
@@ -185,6 +203,15 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
     request,
     get: (path, headers) => request('GET', path, { headers }),
     stream,
+    async kill() {
+      agent.destroy();
+      anonAgent.destroy();
+      if (!exited && child.exitCode === null) {
+        const gone = new Promise<void>((r) => child.once('exit', () => r()));
+        child.kill('SIGKILL');
+        await withDeadline(gone, 'the killed server process to exit', 15_000);
+      }
+    },
     async stop() {
       agent.destroy();
       anonAgent.destroy();
@@ -195,7 +222,7 @@ async function startOnce(extraArgs: string[]): Promise<StartedServer> {
         await withDeadline(gone, 'the server process to exit', 15_000);
         clearTimeout(t);
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir();
     },
   };
 }

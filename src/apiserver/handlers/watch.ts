@@ -156,7 +156,12 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   } catch (e) {
     // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
     // what the watch cache does, and what client-go turns into a re-list.
-    const s = e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
+    let s: status.Status;
+    if (e instanceof StorageError) s = statusFor(e);
+    else {
+      h.state.log.error('watch failed to start', { resource: def.plural, error: String((e as Error)?.stack ?? e) });
+      s = status.internalError('the watch could not be started; the server logged why').status;
+    }
     write(encode('ERROR', s));
     finish();
     return;
@@ -168,9 +173,21 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     bookmarks = setInterval(bookmarkIfDue, BOOKMARK_INTERVAL_MS / 2);
     bookmarks.unref();
   }
-  const timeoutSeconds = opts.timeoutSeconds ?? h.state.minRequestTimeoutSeconds * (1 + Math.random());
-  timer = setTimeout(finish, timeoutSeconds * 1000);
+  timer = setTimeout(finish, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
   void h.state.shuttingDown.then(finish);
+}
+
+/** Node timers hold at most 2^31-1 ms; a longer delay fires at once (with a warning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * How long a watch lasts: timeoutSeconds when given and non-zero (0 means "the server's default",
+ * as in kube-apiserver), else minRequestTimeout randomised up to twice that; clamped to what a
+ * timer can hold, so 2147484 s and above do not overflow into an immediate end.
+ */
+export function watchTimeoutMs(timeoutSeconds: number | undefined, minRequestTimeoutSeconds: number): number {
+  const seconds = timeoutSeconds ? timeoutSeconds : minRequestTimeoutSeconds * (1 + Math.random());
+  return Math.min(seconds * 1000, MAX_TIMER_MS);
 }
 
 // One event reaches every watcher of its resource: encode its JSON line once per event type and

@@ -1,0 +1,74 @@
+// The controllers that run inside the server process (design §7), started by serve() after the
+// API listens. Each reads and writes our objects in the Store and commits through the git engine
+// worker; `--controllers` picks which run (a replica may run API-only).
+import type { Registry as MetricsRegistry } from 'prom-client';
+import type { CommitEngine } from '../git/index.js';
+import type { Logger } from '../metrics/logger.js';
+import type { Store } from '../storage/types.js';
+import { CommitRequestController } from './commitrequests/controller.js';
+import { createControllerMetrics } from './metrics.js';
+import { Informer, LeaseKeeper } from './runtime/index.js';
+import { GITTARGETS, WindowsController } from './windows/controller.js';
+import { secretCredentials } from './windows/credentials.js';
+import type { WindowSink } from './windows/types.js';
+import type { ControllerName } from './names.js';
+
+export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
+
+export interface ControllerDeps {
+  store: Store;
+  log: Logger;
+  /** The git engine (the worker in a server). */
+  engine: () => Promise<CommitEngine>;
+  committer: { name: string; email: string };
+  metrics?: MetricsRegistry;
+  /** Lease holder id of this replica (default hostname/pid/random). */
+  holder?: string;
+  leaseTtlMs?: number;
+  requestGraceMs?: number;
+}
+
+export interface RunningControllers {
+  /** Shared by every controller of this replica: one lease per GitTarget. */
+  keeper: LeaseKeeper;
+  /** Where the mirror adds changes (undefined when the windows controller does not run here). */
+  sink: WindowSink | undefined;
+  gitTargets: Informer;
+  stop(): Promise<void>;
+}
+
+export async function startControllers(deps: ControllerDeps, enabled: Set<ControllerName>): Promise<RunningControllers> {
+  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, log: deps.log });
+  const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
+  const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
+  const stops: Array<() => Promise<void>> = [];
+  let sink: WindowSink | undefined;
+  let windows: WindowsController | undefined;
+  if (enabled.has('windows')) {
+    // The engine worker starts on the first commit; this only resolves the module.
+    const engine = await deps.engine();
+    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
+    sink = windows.sink;
+    stops.push(() => windows!.stop());
+  }
+  let requests: CommitRequestController | undefined;
+  if (enabled.has('commitrequests')) {
+    const { WindowRecords } = await import('./windows/record.js');
+    requests = new CommitRequestController({ store: deps.store, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
+    stops.push(() => requests!.stop());
+  }
+  await windows?.start();
+  await gitTargets.start();
+  await requests?.start();
+  if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder });
+  return {
+    keeper,
+    sink,
+    gitTargets,
+    async stop() {
+      gitTargets.stop();
+      for (const s of stops) await s();
+      await keeper.stop();
+    },
+  };
+}

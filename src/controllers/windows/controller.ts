@@ -1,0 +1,293 @@
+// The windows controller: for every GitTarget this replica holds the lease of, close its commit
+// windows when they are due (idle, max age, a CommitRequest's close time) and commit them, oldest
+// first, through the git engine worker. Every step is a compare-and-swap of the target's window
+// record, so a crash at any point leaves a state the next holder continues from:
+// - before the commit: the window is still there (closing), and is committed by the next holder;
+// - after the push, before the record was updated: the next attempt finds its changes already in
+//   the branch (the engine answers AlreadyPresent), and because the window records that an attempt
+//   had started, that is reported as the commit it is — nothing is lost, nothing committed twice.
+import type { Change, CommitEngine, GitCredentials, Person } from '../../git/index.js';
+import { GitEngineError } from '../../git/errors.js';
+import type { Logger } from '../../metrics/logger.js';
+import type { KubeObject, Store } from '../../storage/types.js';
+import { Informer, clusterOf, keyOf, parseKey, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
+import type { ControllerMetrics } from '../metrics.js';
+import { setCondition, updateStatus } from '../status.js';
+import { generatedMessage } from './message.js';
+import { closeDue, policyOf } from './policy.js';
+import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window } from './record.js';
+import { StoreWindowSink } from './sink.js';
+import type { TargetKey, WindowOutcome } from './types.js';
+
+export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
+const PENDING_STATUS_INTERVAL_MS = 1_000;
+/** How often a replica that does not hold a target's lease tries to take it. */
+export const LEASE_RETRY_MS = 2_000;
+
+export interface WindowsControllerDeps {
+  store: Store;
+  engine: CommitEngine;
+  keeper: LeaseKeeper;
+  committer: { name: string; email: string };
+  gitTargets: Informer;
+  log: Logger;
+  metrics?: ControllerMetrics;
+  /** Git credentials of a GitTarget (spec.repository.secretRef); none by default. */
+  credentials?(gitTarget: KubeObject): Promise<GitCredentials | undefined>;
+}
+
+export function targetKeyOf(gt: KubeObject): TargetKey {
+  return { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '', uid: gt.metadata.uid ?? '' };
+}
+
+export class WindowsController {
+  readonly records: WindowRecords;
+  readonly sink: StoreWindowSink;
+  private readonly windows: Informer;
+  private readonly queue: WorkQueue;
+  private readonly pendingWrittenAt = new Map<string, number>();
+
+  constructor(private readonly deps: WindowsControllerDeps) {
+    this.records = new WindowRecords(deps.store);
+    this.sink = new StoreWindowSink(
+      this.records,
+      (t) => {
+        const gt = deps.gitTargets.get(`${t.cluster}/${t.namespace}/${t.name}`);
+        return gt?.metadata.uid === t.uid ? gt : undefined;
+      },
+      deps.log,
+    );
+    this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
+    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, maxDelayMs: 10_000 });
+    deps.gitTargets.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: (o) => this.queue.add(keyOf(o, clusterOf(o))) });
+    this.windows.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: () => undefined });
+    deps.keeper.onLost((name) => {
+      if (name.startsWith('gittarget/')) {
+        const [, cluster, ns, n] = name.split('/');
+        this.queue.addAfter(`${cluster}/${ns}/${n}`, LEASE_RETRY_MS);
+      }
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.windows.start();
+  }
+
+  async stop(): Promise<void> {
+    this.windows.stop();
+    await this.queue.stop();
+  }
+
+  private async reconcile(key: string): Promise<QueueResult | void> {
+    // Absent from a cache that has not listed yet is not "deleted".
+    if (!this.deps.gitTargets.hasSynced || !this.windows.hasSynced) return { requeueAfterMs: 100 };
+    const gt = this.deps.gitTargets.get(key);
+    if (!gt) return this.targetGone(key);
+    const target = targetKeyOf(gt);
+    if ((gt.spec as { suspend?: boolean } | undefined)?.suspend) return;
+    const lease = await this.deps.keeper.acquire(targetLeaseName(target));
+    if (!lease) return { requeueAfterMs: LEASE_RETRY_MS };
+    const policy = policyOf(gt);
+    const now = Date.now();
+    let rec = await this.records.get(target);
+    if (!rec) return this.writeTargetStatus(gt, { pending: 0 });
+
+    // CommitRequests that waited in vain for a window end NothingToCommit.
+    if (rec.waiting.some((w) => w.deadline <= now)) {
+      rec = await this.records.mutate(target, (r) => {
+        const expired = r.waiting.filter((w) => w.deadline <= now);
+        r.waiting = r.waiting.filter((w) => w.deadline > now);
+        for (const w of expired) {
+          r.outcomes.push({ name: w.name, uid: w.uid, outcome: 'NothingToCommit', message: 'no pending change was collected for this request within its close delay; nothing to commit', time: iso(now) });
+        }
+        return r;
+      });
+    }
+    const first = rec.windows[0];
+    const nextWaiting = Math.min(...rec.waiting.map((w) => w.deadline));
+    if (!first) {
+      await this.writeTargetStatus(gt, { pending: 0 });
+      return Number.isFinite(nextWaiting) ? { requeueAfterMs: nextWaiting - now } : undefined;
+    }
+    if (!first.closing) {
+      const due = closeDue(first, policy);
+      if (due.at > now) {
+        // status.pendingChanges is a gauge for people: at most one write per second per target,
+        // not one per change the mirror adds.
+        const last = this.pendingWrittenAt.get(key) ?? 0;
+        let wake = Math.min(due.at, nextWaiting);
+        if (now - last >= PENDING_STATUS_INTERVAL_MS) {
+          this.pendingWrittenAt.set(key, now);
+          await this.writeTargetStatus(gt, { pending: pendingCount(rec) });
+        } else wake = Math.min(wake, last + PENDING_STATUS_INTERVAL_MS);
+        return { requeueAfterMs: Math.max(0, wake - now) };
+      }
+      await this.records.mutate(target, (r) => {
+        const w = r.windows[0];
+        if (!w || w.seq !== first.seq || w.closing) return unchanged(undefined);
+        w.closing = { reason: due.reason, at: now, attempts: 0 };
+        return undefined;
+      });
+    }
+    await this.commitFirst(gt, target, lease.check);
+    // More windows may be due: look again right away.
+    this.queue.add(key);
+  }
+
+  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>): Promise<void> {
+    // Count the attempt durably before touching Git, so a retry after a crash knows a push may have happened.
+    const w = await this.records.mutate(target, (r) => {
+      const x = r.windows[0];
+      if (!x?.closing) return unchanged(undefined);
+      x.closing.attempts++;
+      return structuredClone(x);
+    });
+    if (!w) return;
+    if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
+    const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
+    const committer: Person = { name: this.deps.committer.name, email: this.deps.committer.email };
+    const author = w.request?.author ?? committer;
+    const authorKind: AuthorKind = w.request?.authorKind ?? 'committer';
+    const message = w.request?.message ?? generatedMessage(w, `${target.namespace}/${target.name}`);
+    let result;
+    try {
+      result = await this.deps.engine.commit({
+        repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt) },
+        branch: spec.branch,
+        folder: spec.path,
+        changes: w.changes.map((c) => stripSource(c.change) as Change),
+        author,
+        committer,
+        message,
+      });
+    } catch (e) {
+      await this.commitFailed(gt, target, w, e);
+      throw e;
+    }
+    const now = Date.now();
+    // AlreadyPresent on a retry means the earlier attempt pushed before we could record it.
+    const landed = result.outcome === 'Committed' || (w.closing!.attempts > 1 && result.sha !== undefined);
+    const sha = result.sha;
+    const time = iso(now);
+    await this.records.mutate(target, (r) => {
+      const i = r.windows.findIndex((x) => x.seq === w.seq);
+      if (i < 0) return unchanged(undefined);
+      // The request as the record holds it now (it may have timed out and left meanwhile).
+      const req = r.windows[i].request;
+      r.windows.splice(i, 1);
+      if (landed && sha) r.lastCommit = { sha, time };
+      if (req) {
+        const o: RequestOutcome = landed
+          ? { name: req.name, uid: req.uid, outcome: 'Committed', message: `committed ${sha} to ${spec.branch}`, sha, branch: spec.branch, author, authorKind, time }
+          : { name: req.name, uid: req.uid, outcome: 'AlreadyPresent', message: 'the changes already match the branch, so no commit was made', sha, branch: spec.branch, time };
+        r.outcomes.push(o);
+      }
+      if (w.snapshotId) recordSnapshot(r, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
+      return undefined;
+    });
+    const m = this.deps.metrics;
+    if (landed) m?.commits.inc({ author_kind: authorKind });
+    m?.windowChanges.observe(w.changes.length);
+    m?.windowAge.observe(Math.max(0, (w.closing!.at - w.openedAt) / 1000));
+    this.deps.log.info(landed ? 'window committed' : 'window already present', {
+      gitTarget: `${target.namespace}/${target.name}`,
+      sha,
+      changes: w.changes.length,
+      reason: w.closing!.reason,
+      commitRequest: w.request?.name,
+      authorKind,
+    });
+    const rec = await this.records.get(target);
+    await this.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
+    if (w.snapshotId) {
+      const o: WindowOutcome = { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time };
+      this.sink.notifySnapshot(target, w.snapshotId, o);
+    }
+  }
+
+  private async commitFailed(gt: KubeObject, target: TargetKey, w: Window, e: unknown): Promise<void> {
+    const err = e instanceof GitEngineError ? e : undefined;
+    const reason = err?.reason ?? 'CommitFailed';
+    const msg = (e as Error)?.message ?? String(e);
+    this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
+    await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
+    // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
+    // and are retried, authored by the committer); transient ones keep it attached.
+    const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';
+    if (permanent && w.request) {
+      const req = w.request;
+      await this.records.mutate(target, (r) => {
+        const x = r.windows.find((y) => y.seq === w.seq);
+        if (!x?.request || x.request.uid !== req.uid) return unchanged(undefined);
+        delete x.request;
+        r.outcomes.push({ name: req.name, uid: req.uid, outcome: 'Failed', message: `commit failed (${reason}): ${msg}`, time: iso(Date.now()) });
+        return undefined;
+      });
+    }
+    if (w.snapshotId && permanent) {
+      const o: WindowOutcome = { outcome: 'Failed', message: msg, time: iso(Date.now()) };
+      await this.records.mutate(target, (r) => recordSnapshot(r, w.snapshotId!, o));
+      this.sink.notifySnapshot(target, w.snapshotId, o);
+    }
+  }
+
+  /** A deleted GitTarget: its requests fail, its pending changes are dropped (its folder stays). */
+  private async targetGone(key: string): Promise<void> {
+    const k = parseKey(key);
+    const rec = this.windows.get(key) as (import('./record.js').WindowRecord | undefined);
+    if (!rec) return;
+    const target = rec.target;
+    // Confirm with a consistent read: the cache may lag a re-created GitTarget.
+    const live = await this.deps.store.get(GITTARGETS, { cluster: target.cluster, namespace: target.namespace, name: target.name });
+    if (live?.metadata.uid === target.uid) return;
+    const lease = await this.deps.keeper.acquire(targetLeaseName(target));
+    if (!lease) return;
+    const requests = [...rec.waiting, ...rec.windows.flatMap((w) => (w.request ? [w.request] : []))];
+    if (requests.length > 0) {
+      await this.records.mutate(target, (r) => {
+        for (const q of requests) {
+          r.outcomes.push({ name: q.name, uid: q.uid, outcome: 'Failed', message: `GitTarget "${k.name}" was deleted before the request was committed`, time: iso(Date.now()) });
+        }
+        r.windows = [];
+        r.waiting = [];
+        return undefined;
+      });
+      return;
+    }
+    if (rec.outcomes.length === 0) {
+      await this.records.remove(target);
+      await this.deps.keeper.release(targetLeaseName(target));
+    }
+  }
+
+  private async writeTargetStatus(
+    gt: KubeObject,
+    s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
+  ): Promise<void> {
+    const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
+    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, (status, obj) => {
+      let changed = false;
+      if (s.pending !== undefined && status.pendingChanges !== s.pending) {
+        status.pendingChanges = s.pending;
+        changed = true;
+      }
+      if (s.lastCommit) {
+        status.lastCommit = s.lastCommit;
+        changed = true;
+      }
+      const gen = obj.metadata.generation;
+      if (s.repoOK) changed = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen) || changed;
+      if (s.repoError) changed = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen) || changed;
+      return changed;
+    });
+  }
+}
+
+function stripSource<T extends { source?: unknown }>(c: T): Omit<T, 'source'> {
+  const { source: _s, ...rest } = c;
+  return rest;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

@@ -1,0 +1,39 @@
+// When a window closes, as pure functions of the GitTarget's spec.commit and the window.
+import type { KubeObject } from '../../storage/types.js';
+import type { Window, WindowRecord } from './record.js';
+
+export interface CommitPolicy {
+  mode: 'Auto' | 'OnRequest';
+  idleMs: number;
+  maxAgeMs: number;
+}
+
+export const DEFAULT_POLICY: CommitPolicy = { mode: 'Auto', idleMs: 5_000, maxAgeMs: 600_000 };
+
+export function policyOf(gitTarget: KubeObject | undefined): CommitPolicy {
+  const c = ((gitTarget?.spec as { commit?: Record<string, unknown> } | undefined)?.commit ?? {}) as Record<string, unknown>;
+  return {
+    mode: c.mode === 'OnRequest' ? 'OnRequest' : 'Auto',
+    idleMs: typeof c.idleSeconds === 'number' ? c.idleSeconds * 1000 : DEFAULT_POLICY.idleMs,
+    maxAgeMs: typeof c.maxAgeSeconds === 'number' ? c.maxAgeSeconds * 1000 : DEFAULT_POLICY.maxAgeMs,
+  };
+}
+
+/** Whether each change is a window of its own (Auto with idleSeconds 0), unless a request collects them. */
+export function commitsEachChange(p: CommitPolicy): boolean {
+  return p.mode === 'Auto' && p.idleMs === 0;
+}
+
+/** When the open window `w` closes, and why: the earliest of its triggers. */
+export function closeDue(w: Window, p: CommitPolicy): { at: number; reason: string } {
+  const due: Array<{ at: number; reason: string }> = [{ at: w.openedAt + p.maxAgeMs, reason: 'max-age' }];
+  if (w.request) due.push({ at: w.request.closeAt, reason: 'commit-request' });
+  else if (p.mode === 'Auto') due.push({ at: w.lastChangeAt + p.idleMs, reason: 'idle' });
+  return due.reduce((a, b) => (b.at < a.at ? b : a));
+}
+
+/** The window changes join: the last one, unless it is closed or belongs to another author. */
+export function openWindow(r: WindowRecord, authorKey = ''): Window | undefined {
+  const w = r.windows[r.windows.length - 1];
+  return w && !w.closing && w.kind === 'changes' && w.authorKey === authorKey ? w : undefined;
+}

@@ -1,0 +1,164 @@
+// The durable state of one GitTarget's commit windows: one internal object per GitTarget in the
+// Store (group internal.configbutler.ai, resource commitwindows — never served over HTTP), changed
+// only by compare-and-swap. One object per target makes every transition atomic: a change joining
+// a window, a CommitRequest attaching to it, a window closing, and a commit's outcome replacing
+// the window all happen in one write, on either backend, and survive crashes and replica changes.
+import { identityKey, identityOf } from '../../git/manifest-yaml.js';
+import type { Person } from '../../git/index.js';
+import { DEFAULT_CLUSTER, StorageError, type KubeObject, type ObjectKey, type ResourceRef, type Store } from '../../storage/types.js';
+import type { PendingChange, TargetKey, WindowOutcome } from './types.js';
+
+export const WINDOWS_RESOURCE: ResourceRef = { group: 'internal.configbutler.ai', resource: 'commitwindows' };
+export const WINDOWS_API_VERSION = 'internal.configbutler.ai/v1';
+
+export type AuthorKind = 'asserted' | 'submitter' | 'committer';
+
+/** A CommitRequest bound to a window: its message and author ride the window. */
+export interface AttachedRequest {
+  name: string;
+  uid: string;
+  message: string;
+  author: Person;
+  authorKind: AuthorKind;
+  /** ms since epoch */
+  attachedAt: number;
+  closeAt: number;
+}
+
+/** A CommitRequest waiting for a window to open (none was open, or the open one had a request). */
+export interface WaitingRequest extends Omit<AttachedRequest, 'attachedAt' | 'closeAt'> {
+  closeDelayMs: number;
+  /** Give up (NothingToCommit) when no window opened for it by then. */
+  deadline: number;
+}
+
+export interface Window {
+  seq: number;
+  kind: 'changes' | 'snapshot';
+  snapshotId?: string;
+  /**
+   * Whose changes these are. '' = unattributed (today, every window). Per-edit attribution (#15)
+   * keys windows by (GitTarget, author): a change by another author closes the open window.
+   */
+  authorKey: string;
+  openedAt: number;
+  lastChangeAt: number;
+  /** First-seen order; one entry per object (the latest change wins). */
+  changes: Array<{ key: string; change: PendingChange }>;
+  request?: AttachedRequest;
+  /** Set once the window is closed: nothing joins it any more and it is committed next. */
+  closing?: { reason: string; at: number; attempts: number };
+}
+
+export interface RequestOutcome {
+  name: string;
+  uid: string;
+  outcome: 'Committed' | 'NothingToCommit' | 'AlreadyPresent' | 'Failed';
+  message: string;
+  sha?: string;
+  branch?: string;
+  author?: Person;
+  authorKind?: AuthorKind;
+  time: string;
+}
+
+export interface WindowRecord extends KubeObject {
+  target: TargetKey;
+  nextSeq: number;
+  windows: Window[];
+  waiting: WaitingRequest[];
+  /** CommitRequest outcomes not yet written to the requests' status. */
+  outcomes: RequestOutcome[];
+  /** The latest snapshot outcomes (newest last). */
+  snapshots: Array<{ id: string } & WindowOutcome>;
+  lastCommit?: { sha: string; time: string };
+}
+
+const KEEP_SNAPSHOTS = 10;
+
+export function changeKey(c: PendingChange): string {
+  return c.op === 'write' ? identityKey(identityOf(c.object)) : identityKey(c.ref);
+}
+
+export function recordKey(t: TargetKey): ObjectKey {
+  return { cluster: t.cluster, namespace: t.namespace, name: t.name };
+}
+
+export function emptyRecord(t: TargetKey): WindowRecord {
+  return {
+    apiVersion: WINDOWS_API_VERSION,
+    kind: 'CommitWindows',
+    // Outside the default cluster the record carries its logical cluster like every stored object.
+    metadata: { name: t.name, namespace: t.namespace, ...(t.cluster !== DEFAULT_CLUSTER ? { annotations: { 'kcp.io/cluster': t.cluster } } : {}) },
+    target: t,
+    nextSeq: 1,
+    windows: [],
+    waiting: [],
+    outcomes: [],
+    snapshots: [],
+  };
+}
+
+export function pendingCount(r: WindowRecord): number {
+  return r.windows.reduce((n, w) => n + w.changes.length, 0);
+}
+
+export function recordSnapshot(r: WindowRecord, id: string, o: WindowOutcome): void {
+  r.snapshots = [...r.snapshots.filter((s) => s.id !== id), { id, ...o }].slice(-KEEP_SNAPSHOTS);
+}
+
+/** Appends changes to a window: latest per object wins, keeping the position it was first seen at. */
+export function mergeChanges(w: Window, changes: PendingChange[]): void {
+  const at = new Map(w.changes.map((c, i) => [c.key, i]));
+  for (const change of changes) {
+    const key = changeKey(change);
+    const i = at.get(key);
+    if (i !== undefined) w.changes[i] = { key, change };
+    else {
+      at.set(key, w.changes.length);
+      w.changes.push({ key, change });
+    }
+  }
+}
+
+export class WindowRecords {
+  constructor(private readonly store: Pick<Store, 'get' | 'create' | 'update' | 'delete'>) {}
+
+  async get(t: TargetKey): Promise<WindowRecord | undefined> {
+    const r = (await this.store.get(WINDOWS_RESOURCE, recordKey(t))) as WindowRecord | undefined;
+    return r && r.target.uid === t.uid ? r : undefined;
+  }
+
+  /**
+   * Read-modify-write with compare-and-swap, retried on conflict. `fn` mutates a copy and returns
+   * a value; returning `false` from `changed` (when given) skips the write.
+   * A record of an older GitTarget with the same name (another uid) is replaced.
+   */
+  async mutate<T>(t: TargetKey, fn: (r: WindowRecord) => T | { value: T; unchanged: true }): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const cur = (await this.store.get(WINDOWS_RESOURCE, recordKey(t))) as WindowRecord | undefined;
+      const stale = cur !== undefined && cur.target.uid !== t.uid;
+      const next: WindowRecord = cur && !stale ? structuredClone(cur) : emptyRecord(t);
+      const out = fn(next);
+      if (out && typeof out === 'object' && (out as { unchanged?: boolean }).unchanged === true) return (out as { value: T }).value;
+      try {
+        if (!cur) await this.store.create(WINDOWS_RESOURCE, recordKey(t), next);
+        else await this.store.update(WINDOWS_RESOURCE, recordKey(t), next, Number(cur.metadata.resourceVersion));
+        return out as T;
+      } catch (e) {
+        if (e instanceof StorageError && (e.code === 'Conflict' || e.code === 'AlreadyExists' || e.code === 'NotFound') && attempt < 50) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Removes the record once nothing is left in it (a deleted GitTarget). */
+  async remove(t: TargetKey): Promise<void> {
+    const cur = await this.store.get(WINDOWS_RESOURCE, recordKey(t));
+    if (cur) await this.store.delete(WINDOWS_RESOURCE, recordKey(t), Number(cur.metadata.resourceVersion)).catch(() => undefined);
+  }
+}
+
+export function unchanged<T>(value: T): { value: T; unchanged: true } {
+  return { value, unchanged: true };
+}

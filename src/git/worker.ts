@@ -1,0 +1,95 @@
+// The main thread's handle on the git engine worker: the same commit() as GitEngine, answered by
+// a worker thread (worker-thread.ts), so building and pushing a commit never blocks the API.
+// A worker that dies fails its in-flight commits with a typed error and is restarted on the next
+// commit; commits are idempotent (a re-applied change is AlreadyPresent), so callers just retry.
+import { Worker } from 'node:worker_threads';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { CommitInput, CommitResult, GitEngineOptions } from './engine.js';
+import { GitEngineError, type GitErrorReason } from './errors.js';
+import type { LeaseProvider } from './lease.js';
+import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
+
+export interface CommitEngine {
+  commit(input: CommitInput): Promise<CommitResult>;
+  close(): Promise<void>;
+}
+
+export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { lease?: LeaseProvider };
+
+export class GitWorker implements CommitEngine {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(r: CommitResult): void; reject(e: Error): void }>();
+  private closed = false;
+  readonly holder: string;
+
+  constructor(private readonly opts: GitWorkerOptions) {
+    // One holder id for the whole process, even across worker restarts, so a restarted worker
+    // re-acquires (extends) its own branch leases instead of waiting for them to expire.
+    this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  }
+
+  commit(input: CommitInput): Promise<CommitResult> {
+    if (this.closed) return Promise.reject(new GitEngineError('Unreachable', 'the git engine is shut down', true));
+    const w = this.ensure();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      // A commit in flight keeps the process alive; an idle worker does not.
+      w.ref();
+      w.postMessage({ type: 'commit', id, input } satisfies ToWorker);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = undefined;
+    if (w) await w.terminate();
+    this.failAll('the git engine is shut down');
+  }
+
+  private ensure(): Worker {
+    if (this.worker) return this.worker;
+    const { lease, ...rest } = this.opts;
+    const data: WorkerEngineOptions = { ...rest, holder: this.holder, useLeases: lease !== undefined };
+    const w = new Worker(new URL('./worker-thread.js', import.meta.url), { workerData: data });
+    w.on('message', (msg: FromWorker) => this.onMessage(w, msg));
+    w.on('error', (e) => {
+      if (this.worker === w) this.worker = undefined;
+      this.failAll(`the git engine worker failed: ${e.message}`);
+    });
+    w.on('exit', (code) => {
+      if (this.worker === w) this.worker = undefined;
+      if (!this.closed) this.failAll(`the git engine worker exited (code ${code})`);
+    });
+    // An idle worker must not keep the process alive.
+    w.unref();
+    this.worker = w;
+    return w;
+  }
+
+  private failAll(message: string): void {
+    for (const p of this.pending.values()) p.reject(new GitEngineError('Unreachable', message, true));
+    this.pending.clear();
+  }
+
+  private onMessage(w: Worker, msg: FromWorker): void {
+    if (msg.type === 'lease') {
+      const lease = this.opts.lease;
+      const call = lease ? (lease[msg.op] as (...a: unknown[]) => Promise<unknown>).apply(lease, msg.args) : Promise.reject(new Error('no lease store'));
+      call.then(
+        (value) => w.postMessage({ type: 'lease-reply', id: msg.id, ok: true, value } satisfies ToWorker),
+        (e: Error) => w.postMessage({ type: 'lease-reply', id: msg.id, ok: false, message: e?.message ?? String(e) } satisfies ToWorker),
+      );
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    this.pending.delete(msg.id);
+    if (this.pending.size === 0) w.unref();
+    if (!p) return;
+    if (msg.ok) p.resolve(msg.result);
+    else p.reject(new GitEngineError(msg.reason === 'Internal' ? 'Unreachable' : (msg.reason as GitErrorReason), msg.message, msg.retryable));
+  }
+}

@@ -1,0 +1,126 @@
+// Commit windows end to end against a real embedded store and a real `git http-backend` remote:
+// changes enter through the WindowSink, the windows controller closes and commits them, and a
+// fresh clone shows exactly what was pushed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cloneAndCheck, git } from '../git/git-cli.js';
+import { COMMITTER, GT, configMap, createGitSecret, createGitTarget, gitServer, startHarness, tempDir, waitFor } from './harness.js';
+
+const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
+
+async function remoteLog(url: string, branch = 'main'): Promise<string[]> {
+  try {
+    const out = await git('/', 'ls-remote', url, `refs/heads/${branch}`);
+    if (!out.trim()) return [];
+  } catch {
+    return [];
+  }
+  const c = await cloneAndCheck(url, branch);
+  c.cleanup();
+  return c.log;
+}
+
+test('Auto: changes within idleSeconds become one commit; latest write per object wins, first-seen order kept', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-auto-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 1 });
+  const sink = h.running.sink!;
+  await sink.add(key, [configMap('a', { v: '1' })]);
+  await sink.add(key, [configMap('b', { v: '1' })]);
+  await sink.add(key, [configMap('a', { v: '2' })]);
+  const gt = await waitFor('lastCommit', async () => {
+    const o = await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
+    return (o?.status as { lastCommit?: { sha: string } })?.lastCommit ? o : undefined;
+  });
+  const c = await cloneAndCheck(remote.authURL('config'), 'main');
+  t.after(c.cleanup);
+  assert.deepEqual(c.log, [`${BOT}|${BOT}|Update 2 objects in team-a/tenants`]);
+  assert.deepEqual(c.files, ['clusters/dev/team-a/configmaps/a.yaml', 'clusters/dev/team-a/configmaps/b.yaml']);
+  assert.equal(await c.read('clusters/dev/team-a/configmaps/a.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: team-a\ndata:\n  v: "2"\n');
+  assert.equal((await git(c.dir, 'log', '-1', '--format=%b')).trim(), '- update configmaps team-a/a\n- update configmaps team-a/b');
+  const status = gt.status as { lastCommit: { sha: string }; pendingChanges: number; conditions: Array<{ type: string; status: string }> };
+  assert.equal(status.lastCommit.sha, (await git(c.dir, 'rev-parse', 'HEAD')).trim());
+  assert.equal(status.conditions.find((x) => x.type === 'RepositoryReady')?.status, 'True');
+  await waitFor('pendingChanges 0', async () => {
+    const o = await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
+    return (o?.status as { pendingChanges?: number }).pendingChanges === 0;
+  });
+});
+
+test('idleSeconds 0 commits each change alone; a snapshot is one commit and its landing is observable', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-zero-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 0 });
+  const sink = h.running.sink!;
+  const landed: string[] = [];
+  sink.onSnapshotLanded((_t, id, o) => landed.push(`${id}:${o.outcome}`));
+  await sink.snapshot(key, { id: 'gen1', writes: Array.from({ length: 50 }, (_, i) => configMap(`cm-${String(i).padStart(2, '0')}`, { i: String(i) })) });
+  await sink.snapshot(key, { id: 'gen1', writes: [] }); // the same id again: a no-op
+  await waitFor('snapshot outcome', () => sink.snapshotOutcome(key, 'gen1'));
+  await sink.add(key, [configMap('cm-01', { i: 'x' }), { op: 'delete', ref: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'cm-02' } }, configMap('cm-03', { i: 'y' })]);
+  const log = await waitFor('4 commits', async () => {
+    const l = await remoteLog(remote.authURL('config'));
+    return l.length >= 4 ? l : undefined;
+  }, 20_000, 200);
+  assert.deepEqual(log, [
+    `${BOT}|${BOT}|Update configmaps team-a/cm-03`,
+    `${BOT}|${BOT}|Delete ConfigMap team-a/cm-02`,
+    `${BOT}|${BOT}|Update configmaps team-a/cm-01`,
+    `${BOT}|${BOT}|Snapshot of team-a/tenants: 50 objects`,
+  ]);
+  assert.deepEqual(landed, ['gen1:Committed']);
+  const o = await sink.snapshotOutcome(key, 'gen1');
+  assert.equal(o?.outcome, 'Committed');
+  assert.match(o?.sha ?? '', /^[0-9a-f]{40}$/);
+});
+
+test('pending changes survive a restart of the process (embedded store on disk) and are committed once', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-restart-');
+  const remote = await gitServer(t);
+  const h1 = await startHarness(t, { dataDir: dir, controllers: 'none' });
+  await createGitSecret(h1.store, remote);
+  const { key } = await createGitTarget(h1.store, 'tenants', remote.url('config'), { idleSeconds: 1 });
+  // No windows controller here: the sink of another process would write the same record.
+  const { WindowRecords } = await import('../../src/controllers/windows/record.js');
+  const { StoreWindowSink } = await import('../../src/controllers/windows/sink.js');
+  const sink = new StoreWindowSink(new WindowRecords(h1.store), () => undefined);
+  await sink.add(key, [configMap('a', { v: '1' }), configMap('b', { v: '1' })]);
+  await h1.stop();
+  assert.deepEqual(await remoteLog(remote.authURL('config')), []);
+  const h2 = await startHarness(t, { dataDir: dir });
+  void h2;
+  const log = await waitFor('the commit after restart', async () => {
+    const l = await remoteLog(remote.authURL('config'));
+    return l.length ? l : undefined;
+  }, 15_000, 200);
+  assert.deepEqual(log, [`${BOT}|${BOT}|Update 2 objects in team-a/tenants`]);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await remoteLog(remote.authURL('config'))).length, 1);
+});
+
+test('maxAgeSeconds closes a window that never goes quiet (Auto) and an OnRequest window nobody requested', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-maxage-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const auto = await createGitTarget(h.store, 'busy', remote.url('config'), { idleSeconds: 3, maxAgeSeconds: 2 });
+  const onreq = await createGitTarget(h.store, 'quiet', remote.url('config'), { mode: 'OnRequest', maxAgeSeconds: 2 });
+  const opened = Date.now();
+  await h.running.sink!.add(onreq.key, [configMap('q', { v: '1' }, 'team-b')]);
+  // A change every 500 ms: the 3 s idle timer never fires, the 2 s max age does.
+  for (let i = 0; i < 6; i++) {
+    await h.running.sink!.add(auto.key, [configMap(`busy-${i}`, { v: '1' })]);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const log = await waitFor('both windows committed', async () => {
+    const l = await remoteLog(remote.authURL('config'));
+    return l.length >= 3 ? l : undefined;
+  }, 20_000, 200);
+  assert.ok(Date.now() - opened < 8_000);
+  assert.ok(log.includes(`${BOT}|${BOT}|Update configmaps team-b/q`), log.join('\n'));
+  assert.equal(log.filter((l) => l.includes('objects in team-a/busy')).length, 2, log.join('\n'));
+});
