@@ -7,6 +7,7 @@ import { type FieldError, forbiddenField, invalidValue } from './field-errors.js
 // The git engine is the authority on what it can write to; its pure rule modules (no I/O) are shared.
 import { validateRepositoryURL } from '../git/repository-url.js';
 import { validateTargetPath } from '../git/paths.js';
+import { validateBranchName } from '../model/branch-name.js';
 
 /** Drops trailing slashes ("tenants/a/" → "tenants/a"); "." stays the root. */
 function normalizeTargetPath(path: string): string {
@@ -180,6 +181,11 @@ export function validateGitTarget(obj: Record<string, unknown>): FieldError[] {
   if (typeof url === 'string') {
     const why = validateRepositoryURL(url);
     if (why) errs.push(invalidValue('spec.repository.url', url, why));
+  }
+  const branch = dig(obj, 'spec', 'branch');
+  if (typeof branch === 'string' && branch !== '') {
+    const why = validateBranchName(branch);
+    if (why) errs.push(invalidValue('spec.branch', branch, `${why} (git check-ref-format: no spaces or ~^:?*[\\, no "..", "@{", "//", no leading "." or "/", no trailing "/" or ".lock")`));
   }
   const path = dig(obj, 'spec', 'path');
   if (typeof path === 'string') {
