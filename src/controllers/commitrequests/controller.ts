@@ -64,7 +64,17 @@ export class CommitRequestController {
         for (const x of r.outcomes ?? []) this.queue.add(`${r.target.cluster}/${r.target.namespace}/${x.name}`);
       },
     });
-    // A GitTarget appearing or turning Ready does not retry failed requests (they failed at once, by design).
+    // A deleted GitTarget fails its waiting requests now, not at their timeout. (A GitTarget
+    // appearing or turning Ready does not retry failed requests: they failed at once, by design.)
+    deps.gitTargets.on({
+      delete: (gt) => {
+        for (const cr of this.requests.list()) {
+          if (cr.metadata.namespace === gt.metadata.namespace && clusterOf(cr) === clusterOf(gt) && (cr.spec as Spec | undefined)?.targetRef?.name === gt.metadata.name) {
+            this.queue.add(keyOf(cr, clusterOf(cr)));
+          }
+        }
+      },
+    });
   }
 
   async start(): Promise<void> {
