@@ -3,7 +3,8 @@
 // apiservice/ (kustomize) or charts/. Usage (after `npm install`, which builds dist/):
 //   node certs/generate.mjs --out ./tls --service reverser-apiserver --namespace reverser-system
 // Writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle value and the kubectl
-// command that creates the Secret. Existing files are not overwritten.
+// command that creates the Secret <service>-tls (tls.crt, tls.key and ca.crt, which the server
+// publishes as the APIService caBundle). Existing files are not overwritten.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -37,4 +38,5 @@ writeFileSync(join(out, 'ca.key'), ca.keyPem, { mode: 0o600 });
 writeFileSync(join(out, 'tls.crt'), serving.certPem);
 writeFileSync(join(out, 'tls.key'), serving.keyPem, { mode: 0o600 });
 console.log(`caBundle: ${Buffer.from(ca.certPem).toString('base64')}`);
-console.log(`kubectl -n ${ns} create secret tls ${svc}-tls --cert=${join(out, 'tls.crt')} --key=${join(out, 'tls.key')}`);
+// ca.crt goes into the Secret too: the server publishes it as the APIService caBundle.
+console.log(`kubectl -n ${ns} create secret generic ${svc}-tls --type=kubernetes.io/tls --from-file=tls.crt=${join(out, 'tls.crt')} --from-file=tls.key=${join(out, 'tls.key')} --from-file=ca.crt=${join(out, 'ca.crt')}`);

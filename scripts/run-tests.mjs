@@ -15,6 +15,12 @@
 //   TEST_ROOT              directory to collect *.test.js from (default dist/test); directories
 //                          named `fixtures` are skipped (they hold helpers and the runner's own
 //                          deliberately hanging fixture)
+//   CLUSTER_BUILD_TIMEOUT_MS  deadline for test/cluster/build.sh (default 1800000: 30 min)
+//
+// The control-plane tests (files under a `cluster` directory) run last, as a second group: first
+// test/cluster/build.sh builds or finds kube-apiserver, kube-controller-manager, etcd and helm (a
+// cold build takes many minutes; .ci/run starts it in the background before `npm ci`, and this
+// waits for it under its own deadline, so the per-file deadline covers only the tests).
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -41,9 +47,28 @@ if (!Number.isInteger(fileTimeout) || fileTimeout <= 0) {
   console.error(`TEST_FILE_TIMEOUT_MS must be a positive integer (milliseconds), got ${process.env.TEST_FILE_TIMEOUT_MS}`);
   process.exit(2);
 }
-const r = spawnSync(
-  process.execPath,
-  ['--test', `--test-concurrency=${concurrency}`, `--test-timeout=${fileTimeout}`, '--test-reporter=spec', ...selected],
-  { stdio: 'inherit' },
-);
-process.exit(r.status ?? 1);
+const runFiles = (group) =>
+  spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, `--test-timeout=${fileTimeout}`, '--test-reporter=spec', ...group],
+    { stdio: 'inherit' },
+  ).status ?? 1;
+const isCluster = (f) => f.split(/[\\/]/).includes('cluster');
+const rest = selected.filter((f) => !isCluster(f));
+const cluster = selected.filter(isCluster);
+let status = rest.length ? runFiles(rest) : 0;
+if (cluster.length) {
+  const buildTimeout = Number(process.env.CLUSTER_BUILD_TIMEOUT_MS ?? 1_800_000);
+  const t0 = Date.now();
+  console.log(`control-plane tests: waiting for test/cluster/build.sh all (deadline ${Math.round(buildTimeout / 60_000)} min)`);
+  const b = spawnSync('bash', ['test/cluster/build.sh', 'all'], { stdio: ['ignore', 'inherit', 'inherit'], timeout: buildTimeout });
+  if (b.status !== 0) {
+    console.error(`control-plane tests: test/cluster/build.sh failed (${b.error ? b.error.message : `exit ${b.status}`}); ${cluster.length} control-plane test file(s) not run: FAILED`);
+    status = 1;
+  } else {
+    console.log(`control-plane tests: binaries ready after ${Math.round((Date.now() - t0) / 1000)} s`);
+    const s2 = runFiles(cluster);
+    if (status === 0) status = s2;
+  }
+}
+process.exit(status);

@@ -83,7 +83,11 @@ export const GitTargetSpecSchema = Type.Object(
           },
           { additionalProperties: false },
         ),
-        { description: 'The resource types to mirror.', 'x-kubernetes-list-type': 'atomic' },
+        {
+          description: 'The resource types to mirror, one entry per group and resource (server-side apply merges entries by that key).',
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['group', 'resource'],
+        },
       ),
     ),
     commit: Type.Optional(

@@ -79,6 +79,14 @@ export function conflict(gr: GroupResource, name: string, why: string): StatusEr
   });
 }
 
+/**
+ * A server-side apply conflict (apimachinery errors.NewApplyConflict): 409 Conflict whose causes
+ * name each conflicting field and its manager (cause type FieldManagerConflict), without details.name.
+ */
+export function applyConflict(message: string, causes: StatusCause[]): StatusError {
+  return failure(409, 'Conflict', message, { causes });
+}
+
 export const OBJECT_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again';
 
 export function invalid(gr: GroupResource & { kind: string }, name: string, errs: FieldError[]): StatusError {
@@ -141,6 +149,13 @@ export function patchTooLarge(limitBytes: number, where: string): StatusError {
 export function strictDecoding(problems: string[], kind?: { kind: string; version: string }): StatusError {
   const body = `strict decoding error: ${problems.join(', ')}`;
   return failure(400, 'BadRequest', kind ? `${kind.kind} in version "${kind.version}" cannot be handled as a ${kind.kind}: ${body}` : body);
+}
+
+/** An HTTP/1.1 request the parser refused: the body a client gets instead of the library's. */
+export function malformedHTTP(code: 400 | 408 | 431): StatusError {
+  if (code === 431) return failure(431, 'RequestHeaderFieldsTooLarge', 'the request headers are larger than the server accepts (16 KiB in total)');
+  if (code === 408) return failure(408, 'Timeout', 'the request did not arrive in time; the connection is closed');
+  return failure(400, 'BadRequest', 'the request is not valid HTTP/1.1; the connection is closed');
 }
 
 export function unsupportedMediaType(message: string): StatusError {

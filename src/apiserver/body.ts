@@ -1,7 +1,7 @@
 // Request bodies and write options: decoding (JSON, YAML), patch application, and the query
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { invalidValue, notSupported, tooLong } from '../api/field-errors.js';
+import { invalidValue, notSupported, required, tooLong } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
@@ -50,27 +50,35 @@ export function decodeObjectBody(
   );
 }
 
-export type PatchKind = 'merge' | 'json';
+export type PatchKind = 'merge' | 'json' | 'apply';
 
 export function patchKind(contentType: string | undefined): PatchKind {
   const mt = mediaType(contentType);
   if (mt === 'application/merge-patch+json') return 'merge';
   if (mt === 'application/json-patch+json') return 'json';
-  if (mt === 'application/apply-patch+yaml') {
-    throw status.unsupportedMediaType(
-      'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch',
-    );
-  }
+  if (mt === 'application/apply-patch+yaml') return 'apply';
   throw status.unsupportedPatchType();
+}
+
+/** The body of a server-side apply: a (partial) object in YAML or JSON (JSON is YAML). */
+export function decodeApplyPatch(body: unknown, mode: FieldValidation = 'Strict'): DecodedBody {
+  const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+  if (buf.length === 0) throw status.badRequest('the request body is empty; expected an apply configuration');
+  const decoded = strictness(decodeYAML(buf, 'apply configuration'), mode);
+  const config = decoded.value;
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw status.badRequest('the apply configuration must be a YAML or JSON object');
+  }
+  return decoded;
 }
 
 /** Decodes a patch; returns the function that applies it to a current object, and decoding warnings. */
 export function decodePatch(
-  kind: PatchKind,
+  kind: Exclude<PatchKind, 'apply'>,
   body: unknown,
   mode: FieldValidation = 'Strict',
   limitBytes = MAX_BODY_BYTES,
-): { apply: (current: unknown) => unknown; warnings: string[] } {
+): { apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
   const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);
@@ -89,6 +97,12 @@ export function decodePatch(
   }
   const bad = validatePatch(patch as Operation[]);
   if (bad) throw status.badRequest(`invalid JSON patch: operation ${bad.index ?? 0}: ${patchShapeError(bad.name)}`);
+  // Patches see the object without its resourceVersion (the registry treats one in the result as
+  // the client's precondition), so `replace` of it — kubectl's managedFields migration sends one —
+  // works as `add` would.
+  for (const op of patch as Array<{ op: string; path: string }>) {
+    if (op.op === 'replace' && op.path === '/metadata/resourceVersion') op.op = 'add';
+  }
   return { apply: (current) => applyJSONPatch(current, patch as Operation[], limitBytes), warnings };
 }
 
@@ -112,6 +126,11 @@ function patchShapeError(name: string): string {
   }
 }
 
+const BOOLS: Record<string, boolean> = Object.fromEntries([
+  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((k) => [k, true]),
+  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((k) => [k, false]),
+]);
+
 function optionsKind(verb: string): string {
   return verb === 'create' ? 'CreateOptions' : verb === 'patch' ? 'PatchOptions' : 'UpdateOptions';
 }
@@ -124,6 +143,7 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   let fieldManager = q.get('fieldManager') ?? '';
   if (fieldManager.length > 128) throw status.invalidOptions(kind, [tooLong('fieldManager', 128)]);
   if (/[^\x20-\x7e]/.test(fieldManager)) throw status.invalidOptions(kind, [invalidValue('fieldManager', fieldManager, 'must only contain printable characters')]);
+  if (isApply && fieldManager === '') throw status.invalidOptions(kind, [required('fieldManager', 'is required for apply patch')]);
   if (fieldManager === '') fieldManager = (userAgent ?? 'unknown').split('/')[0]!.slice(0, 128) || 'unknown';
   const fv = q.get('fieldValidation');
   let fieldValidation: FieldValidation = 'Strict';
@@ -137,5 +157,8 @@ export function writeOptions(q: URLSearchParams, verb: string, userAgent: string
   if (force !== null && !isApply) {
     throw status.invalidOptions(kind, [{ type: 'FieldValueForbidden', field: 'force', detail: 'may not be specified for non-apply patch' }]);
   }
-  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation };
+  // Go's strconv.ParseBool, which decodes the query parameter in kube-apiserver.
+  const forced = force === null || force === '' ? false : BOOLS[force];
+  if (forced === undefined) throw status.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
+  return { dryRun: dryRuns.length > 0, fieldManager, fieldValidation, force: forced };
 }

@@ -13,6 +13,8 @@ export interface HealthCheck {
   name: string;
   /** undefined when healthy, else why not. */
   check(): string | undefined;
+  /** Shown after "ok" on ?verbose: a state worth seeing that does not fail the check. */
+  info?(): string | undefined;
 }
 
 const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
@@ -23,13 +25,13 @@ function health(ctx: ServerContext, reply: FastifyReply, path: string, query: UR
     checks.push({ name: 'storage', check: () => ctx.state.store.unhealthyReason() });
     checks.push(...(ctx.cfg.healthChecks ?? []));
   }
-  const results = checks.map((c) => ({ name: c.name, why: c.check() }));
+  const results = checks.map((c) => ({ name: c.name, why: c.check(), info: c.info?.() }));
   const failed = results.filter((r) => r.why !== undefined);
   const verbose = query.has('verbose');
   const kind = path.slice(1);
   let text: string;
   if (verbose || failed.length) {
-    const lines = results.map((r) => (r.why === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.why}`));
+    const lines = results.map((r) => (r.why === undefined ? `[+]${r.name} ok${r.info ? ` (${r.info})` : ''}` : `[-]${r.name} failed: ${r.why}`));
     lines.push(failed.length ? `${kind} check failed` : `${kind} check passed`);
     text = `${lines.join('\n')}\n`;
   } else text = 'ok';

@@ -64,6 +64,8 @@ export function jsonSizeWithin(value: unknown, budget: number): number {
   return size;
 }
 
+const YIELD_AFTER_MS = 5;
+
 function describe(op: Operation, index: number): string {
   const from = 'from' in op ? ` from "${op.from}"` : '';
   return `operation ${index} (${op.op}${from} at "${op.path}")`;
@@ -111,14 +113,22 @@ function explain(e: unknown, op: Operation, index: number): string {
  * Applies `ops` to a copy of `doc`. Throws 413 RequestEntityTooLarge at the first operation that
  * would make the document larger than `limitBytes`, 422 Invalid when an operation does not apply.
  */
-export function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): unknown {
+export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
   let document = deepClone(doc);
   // Operations hand their values to the document, which later operations change: every
   // application (a conflict retries it) starts from a fresh copy of the patch.
   const ops = deepClone(patch) as Operation[];
   let copied = 0;
   const base = jsonSizeWithin(document, limitBytes);
-  ops.forEach((op, index) => {
+  // Large copies take milliseconds each: give other requests the event loop between operations
+  // once this one has had it for a while, so a heavy patch delays nobody else by much.
+  let slice = performance.now();
+  for (let index = 0; index < ops.length; index++) {
+    const op = ops[index]!;
+    if (performance.now() - slice > YIELD_AFTER_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      slice = performance.now();
+    }
     if (op.op === 'move' && op.path.startsWith(`${op.from}/`)) {
       throw patchFailed(`${describe(op, index)}: a value cannot be moved into one of its own children`);
     }
@@ -135,7 +145,7 @@ export function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: num
       if (e instanceof status.StatusError) throw e;
       throw patchFailed(explain(e, op, index));
     }
-  });
+  }
   return checkPatchedSize(document, limitBytes);
 }
 

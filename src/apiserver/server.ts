@@ -3,11 +3,12 @@
 // handlers. `buildServer` assembles everything without listening, so tests can inject requests.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TLSSocket } from 'node:tls';
+import type { Http2SecureServer } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
-import { forbiddenMessage, forbiddenDetails, pathMatches, peerChainFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
+import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type UserInfo } from '../auth/types.js';
 import { Registry, type ResourceHooks } from '../registry/registry.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
@@ -16,6 +17,7 @@ import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
+import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
@@ -38,6 +40,8 @@ export interface ServerConfig {
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
+  /** Connection timeouts and the HTTP/2 stream cap (defaults: DEFAULT_CONNECTION_LIMITS). */
+  connections?: Partial<ConnectionLimits>;
   /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
   maxRequestBytes?: number;
 }
@@ -72,9 +76,13 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const discovery: DiscoveryDocs = buildDiscovery(GROUP, VERSION, RESOURCES, cfg.version);
   const openapi = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...cfg.connections };
   const app = fastify({
     http2: true,
+    // Idle sessions are closed by guardConnections (only when no stream is open), not by fastify.
+    http2SessionTimeout: 0,
     https: {
+      ...connectionServerOptions(limits),
       allowHTTP1: true,
       cert: cfg.tls.certPem,
       key: cfg.tls.keyPem,
@@ -86,6 +94,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     bodyLimit: maxRequestBytes,
     logger: false,
     return503OnClosing: true,
+    clientErrorHandler,
     forceCloseConnections: true,
     // URLs fastify cannot decode (bad percent-encoding) must still get a Status body, not fastify's own JSON.
     frameworkErrors: (err: any, _req: FastifyRequest, reply: FastifyReply) => {
@@ -93,6 +102,8 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       sendStatus(reply, s.status);
     },
   } as any) as unknown as FastifyInstance;
+
+  guardConnections(app.server as unknown as Http2SecureServer, limits, log);
 
   cfg.tls.onClientCAsChange?.(() => {
     // CA rotation: new handshakes verify against the new bundles, no restart.
@@ -158,25 +169,33 @@ interface Ctx {
   metrics: ServerMetrics;
 }
 
-// The peer chain of a connection never changes, so it is read once per connection. Over HTTP/2
-// `req.raw.socket` is a new proxy per stream; the session object is what stays the same.
-const chainByConnection = new WeakMap<object, X509Certificate[] | null>();
+// The peer chain of a connection and the handshake's verdict on it never change, so they are read
+// once per connection. Over HTTP/2 `req.raw.socket` is a new proxy per stream; the session object
+// is what stays the same.
+interface Peer {
+  chain?: X509Certificate[];
+  verified?: PeerVerification;
+}
+const peerByConnection = new WeakMap<object, Peer>();
 
-function peerChain(req: FastifyRequest): X509Certificate[] | undefined {
+function peerOf(req: FastifyRequest): Peer {
   const raw = req.raw as unknown as { socket?: TLSSocket; stream?: { session?: object } };
   const conn: object | undefined = raw.stream?.session ?? raw.socket;
-  if (!conn) return undefined;
-  const known = chainByConnection.get(conn);
-  if (known !== undefined) return known ?? undefined;
+  if (!conn) return {};
+  const known = peerByConnection.get(conn);
+  if (known) return known;
   const socket = raw.socket;
   const chain = socket && typeof socket.getPeerCertificate === 'function' ? peerChainFromSocket(socket) : undefined;
-  chainByConnection.set(conn, chain ?? null);
-  return chain;
+  const peer: Peer = chain ? { chain, verified: peerVerificationFromSocket(socket!) } : {};
+  peerByConnection.set(conn, peer);
+  return peer;
 }
 
 async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
+  const peer = peerOf(req);
   const res = await ctx.cfg.authenticator.authenticate({
-    peerChain: peerChain(req),
+    peerChain: peer.chain,
+    peerVerified: peer.verified,
     headers: req.headers,
     rawHeaders: req.raw.rawHeaders,
   });
@@ -186,6 +205,22 @@ async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promis
   if (res.kind === 'anonymous' && pathMatches(ctx.cfg.alwaysAllowPaths, path)) return undefined;
   if (res.kind === 'anonymous' && ctx.cfg.anonymousPaths?.includes(path)) return ANONYMOUS_USER;
   throw status.unauthorized();
+}
+
+/** Impersonation headers: authorized for the authenticated user, then the request is the impersonated user's. */
+async function actAs(ctx: Ctx, req: FastifyRequest, user: UserInfo, info: RequestInfo): Promise<UserInfo> {
+  const r = await impersonate(ctx.cfg.authorizer, user, req.raw.rawHeaders, info.cluster === DEFAULT_CLUSTER ? undefined : info.cluster);
+  switch (r.kind) {
+    case 'none':
+      return user;
+    case 'bad':
+      throw status.badRequest(r.message);
+    case 'forbidden':
+      throw status.forbidden(forbiddenMessage(r.attrs, r.reason), forbiddenDetails(r.attrs));
+    case 'user':
+      for (const h of r.consumed) delete req.headers[h.toLowerCase()];
+      return r.user;
+  }
 }
 
 async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<void> {
@@ -205,8 +240,8 @@ async function authorize(ctx: Ctx, user: UserInfo, info: RequestInfo): Promise<v
       }
     : { user, verb: info.verb === 'head' ? 'get' : info.verb, resourceRequest: false, path: info.path };
   // A kcp workspace's requests are authorized by that workspace (as assert-author already was);
-  // the default cluster and the read-only wildcard are authorized by the hosting cluster itself.
-  if (info.cluster !== DEFAULT_CLUSTER && info.cluster !== '*') attrs.cluster = info.cluster;
+  // the default cluster by the hosting cluster; the wildcard only by an explicit grant for it.
+  if (info.cluster !== DEFAULT_CLUSTER) attrs.cluster = info.cluster;
   let decision: string;
   let reason: string | undefined;
   try {
@@ -232,7 +267,8 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
     throw e;
   }
   (req as unknown as { k8s?: RequestInfo }).k8s = info;
-  const user = await authenticate(ctx, req, info.path);
+  const authenticated = await authenticate(ctx, req, info.path);
+  const user = authenticated && (await actAs(ctx, req, authenticated, info));
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
   return serveResource(ctx, req, reply, info, query, user!);

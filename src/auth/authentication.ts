@@ -103,7 +103,7 @@ export async function buildAuthentication(opts: AuthnOptions, deps: BuildAuthent
       client = await HostingClient.create(opts.hosting);
       const c = client;
       closers.push(() => c.close());
-      tokenReview = new TokenReviewAuthenticator(client, { ttlMs: opts.tokenCacheTTLMs, audiences: opts.apiAudiences });
+      tokenReview = new TokenReviewAuthenticator(client, { ttlMs: opts.tokenCacheTTLMs, audiences: opts.apiAudiences, now: deps.now });
       const wantClientCA = !opts.clientCAFile;
       const wantRH = !opts.requestHeaderFromFlags;
       if (!opts.skipLookup && (wantClientCA || wantRH)) {

@@ -23,13 +23,32 @@ export const alwaysAllow: Authorizer = {
   },
 };
 
+/** Why a wildcard request was denied (also the hint how to grant it). */
+export const WILDCARD_DENIED = 'access across all logical clusters (/clusters/*) needs membership in system:masters or in a group named by --wildcard-cluster-groups';
+
 export class PrivilegedUnionAuthorizer implements Authorizer {
-  constructor(private readonly alwaysAllowPaths: string[], private readonly inner: Authorizer) {}
+  /**
+   * @param wildcardGroups groups allowed every request across all logical clusters (/clusters/*);
+   *   nobody else is: such a request is never derived from a grant inside one cluster.
+   * @param wildcardOpen true only in AlwaysAllow mode (development).
+   */
+  constructor(
+    private readonly alwaysAllowPaths: string[],
+    private readonly inner: Authorizer,
+    private readonly wildcardGroups: string[] = [],
+    private readonly wildcardOpen = false,
+  ) {}
 
   authorize(attrs: Attributes): Promise<AuthorizationResult> {
     if (attrs.user.groups.includes(SYSTEM_MASTERS)) return ALLOWED_MASTERS;
     if (!attrs.resourceRequest && attrs.path !== undefined && pathMatches(this.alwaysAllowPaths, attrs.path)) {
       return ALLOWED_PATH;
+    }
+    if (attrs.cluster === '*' && !this.wildcardOpen) {
+      const g = this.wildcardGroups.find((x) => attrs.user.groups.includes(x));
+      return Promise.resolve(g
+        ? { decision: 'allow', reason: `member of ${g} (--wildcard-cluster-groups)` }
+        : { decision: 'deny', reason: WILDCARD_DENIED });
     }
     return this.inner.authorize(attrs);
   }
@@ -70,7 +89,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
     }
     case 'Delegated': {
       if (!opts.hosting) throw new Error('--authorization-mode: Delegated needs a hosting cluster: set --authorization-kubeconfig or --kubeconfig, or run in a cluster');
-      const d = await DelegatedAuthorizer.create(opts.hosting, { allowTTLMs: opts.allowCacheTTLMs, denyTTLMs: opts.denyCacheTTLMs });
+      const d = await DelegatedAuthorizer.create(opts.hosting, { allowTTLMs: opts.allowCacheTTLMs, denyTTLMs: opts.denyCacheTTLMs, now: deps.now });
       inner = d;
       closeInner = () => d.close();
       break;
@@ -79,7 +98,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
       throw new Error(`--authorization-mode: unknown mode ${String((opts as { mode: unknown }).mode)}`);
   }
   return {
-    authorizer: new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner),
+    authorizer: new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner, opts.wildcardClusterGroups ?? [], opts.mode === 'AlwaysAllow'),
     alwaysAllowPaths: [...opts.alwaysAllowPaths],
     anonymousPaths,
     close: closeInner,

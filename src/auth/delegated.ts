@@ -11,6 +11,8 @@ export interface DelegatedOptions {
   allowTTLMs: number;
   denyTTLMs: number;
   maxEntries?: number;
+  /** The clock the TTLs run on (default Date.now). */
+  now?: () => number;
 }
 
 interface Entry {
@@ -65,15 +67,22 @@ export class DelegatedAuthorizer implements Authorizer {
   /** Number of SubjectAccessReviews sent (tests and metrics). */
   reviews = 0;
 
-  constructor(private readonly client: HostingClient, private readonly opts: DelegatedOptions, private readonly ownsClient = false) {}
+  private readonly now: () => number;
+
+  constructor(private readonly client: HostingClient, private readonly opts: DelegatedOptions, private readonly ownsClient = false) {
+    this.now = opts.now ?? Date.now;
+  }
 
   static async create(hosting: HostingClusterOptions, opts: DelegatedOptions): Promise<DelegatedAuthorizer> {
     return new DelegatedAuthorizer(await HostingClient.create(hosting), opts, true);
   }
 
   authorize(attrs: Attributes): Promise<AuthorizationResult> {
+    // No workspace can grant a request across all of them, and the hosting cluster's answer for a
+    // plain request is not one either (PrivilegedUnionAuthorizer decides wildcard requests).
+    if (attrs.cluster === '*') return Promise.resolve({ decision: 'noopinion', reason: 'a request across all logical clusters (/clusters/*) is not delegated' });
     const key = attributesKey(attrs);
-    const now = Date.now();
+    const now = this.now();
     const hit = this.cache.get(key);
     if (hit && hit.expires > now) return hit.result;
     if (hit) this.cache.delete(key);
@@ -84,7 +93,7 @@ export class DelegatedAuthorizer implements Authorizer {
     if (this.cache.size >= (this.opts.maxEntries ?? 10_000)) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, entry);
     result.then(
-      (r) => { entry.expires = Date.now() + (r.decision === 'allow' ? this.opts.allowTTLMs : this.opts.denyTTLMs); },
+      (r) => { entry.expires = this.now() + (r.decision === 'allow' ? this.opts.allowTTLMs : this.opts.denyTTLMs); },
       () => { if (this.cache.get(key) === entry) this.cache.delete(key); },
     );
     return result;

@@ -7,6 +7,8 @@ export interface AuthLogger {
 
 export interface AuthDeps {
   logger?: AuthLogger;
+  /** The clock cache TTLs are measured on (default Date.now); tests pass a manual one. */
+  now?: () => number;
 }
 
 const consoleLogger: AuthLogger = {

@@ -79,7 +79,7 @@ export class HostingClient {
   }
 
   /** One JSON call with the configured timeout. Non-2xx answers throw HostingError with the status. */
-  async request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<HostingResponse> {
+  async request(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<HostingResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const auth = await this.authorization();
     const u = this.url(path);

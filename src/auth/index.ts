@@ -12,5 +12,7 @@ export { checkAssertAuthor, assertAuthorRule, ASSERT_AUTHOR_VERB } from './asser
 export type { AssertAuthorResult } from './assert-author.js';
 export { submitterFromUser, stampSubmitter, preserveSubmitter, DISPLAY_NAME_CLAIM, EMAIL_CLAIM } from './submitter.js';
 export type { Submitter } from './submitter.js';
-export { peerChainFromSocket } from './x509.js';
+export { peerChainFromSocket, peerVerificationFromSocket } from './x509.js';
 export { AuthorizationUnavailableError } from './delegated.js';
+export { impersonate } from './impersonation.js';
+export type { ImpersonationResult } from './impersonation.js';

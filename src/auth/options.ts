@@ -50,6 +50,8 @@ export interface AuthzOptions {
   policyPollIntervalMs: number;
   /** RBAC mode: kube-apiserver's bootstrap discovery roles (--rbac-bootstrap-roles, default true). */
   bootstrapRoles?: boolean;
+  /** Groups allowed requests across all logical clusters (/clusters/*), besides system:masters. */
+  wildcardClusterGroups?: string[];
 }
 
 export const DEFAULT_ALWAYS_ALLOW_PATHS = ['/healthz', '/livez', '/readyz', '/version'];
@@ -93,6 +95,7 @@ export const AUTH_FLAGS: FlagDef[] = [
   { name: 'authorization-webhook-cache-unauthorized-ttl', type: 'string', description: 'How long a denied SubjectAccessReview answer is cached.', default: '10s' },
   { name: 'authorization-always-allow-paths', type: 'string', description: 'Comma-separated non-resource paths served without authorization (a trailing * makes a prefix).', default: DEFAULT_ALWAYS_ALLOW_PATHS.join(',') },
   { name: 'authorization-policy-file', type: 'string', description: 'YAML stream of rbac.authorization.k8s.io/v1 Roles, ClusterRoles and bindings (RBAC mode); re-read when it changes.' },
+  { name: 'wildcard-cluster-groups', type: 'string', description: 'Comma-separated groups allowed requests across all logical clusters (/clusters/*), e.g. a kcp shard\'s identity; besides system:masters nobody else is (never derived from a grant inside one cluster). Ignored in AlwaysAllow mode.', default: '' },
   { name: 'rbac-bootstrap-roles', type: 'string', description: 'RBAC mode: true adds kube-apiserver\'s bootstrap roles system:discovery and system:basic-user (authenticated users) and system:public-info-viewer (also unauthenticated clients); false leaves them out.', default: 'true' },
 ];
 
@@ -190,6 +193,7 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     alwaysAllowPaths: list(values['authorization-always-allow-paths'], DEFAULT_ALWAYS_ALLOW_PATHS),
     policyFile: values['authorization-policy-file'] || undefined,
     policyPollIntervalMs: 1000,
+    wildcardClusterGroups: list(values['wildcard-cluster-groups'], []),
     bootstrapRoles: values['rbac-bootstrap-roles'] === undefined || values['rbac-bootstrap-roles'] === '' ? true : bool(values, 'rbac-bootstrap-roles'),
   };
   for (const p of authz.alwaysAllowPaths) {

@@ -3,7 +3,7 @@
 // logged); a broken file at startup stops the server.
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import { RBACAuthorizer, RBACPolicy, type RBACObject } from './rbac.js';
+import { CLUSTER_ANNOTATION, RBACAuthorizer, RBACPolicy, type RBACObject } from './rbac.js';
 import { watchFileContent } from './filewatch.js';
 import type { AuthLogger } from './deps.js';
 import { BOOTSTRAP_POLICY } from './bootstrap-policy.js';
@@ -16,6 +16,8 @@ export interface PolicyOptions {
 const RBAC_API = 'rbac.authorization.k8s.io/v1';
 const KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding']);
 const SUBJECT_KINDS = new Set(['User', 'Group', 'ServiceAccount']);
+/** Logical cluster names as request paths accept them (apiserver/request-info.ts). */
+const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 function isStringList(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
@@ -31,6 +33,14 @@ function validate(o: unknown, where: string): RBACObject {
   const name = md?.name;
   if (typeof name !== 'string' || !name) throw new Error(`${where}: ${kind} has no metadata.name`);
   const id = `${where}: ${kind} ${JSON.stringify(name)}`;
+  const annotations = md?.annotations as Record<string, unknown> | undefined;
+  const cluster = annotations?.[CLUSTER_ANNOTATION];
+  if (cluster !== undefined) {
+    if (cluster === '*') throw new Error(`${id}: annotation ${CLUSTER_ANNOTATION}: a grant cannot belong to the wildcard cluster "*" (use --wildcard-cluster-groups)`);
+    if (typeof cluster !== 'string' || !CLUSTER_NAME.test(cluster)) {
+      throw new Error(`${id}: annotation ${CLUSTER_ANNOTATION}: ${JSON.stringify(cluster)} is not a logical cluster name (lower-case alphanumerics and dashes)`);
+    }
+  }
   const namespaced = kind === 'Role' || kind === 'RoleBinding';
   if (namespaced && (typeof md?.namespace !== 'string' || !md.namespace)) throw new Error(`${id} needs metadata.namespace`);
   if (!namespaced && md?.namespace) throw new Error(`${id} is cluster-scoped and must not have metadata.namespace`);
@@ -86,11 +96,12 @@ export function parsePolicy(text: string, source = 'policy', opts: PolicyOptions
       objects.push(validate(v, where));
     }
   });
+  let everyCluster: RBACObject[] = [];
   if (opts.bootstrapRoles) {
     const own = new Set(objects.map((o) => `${o.kind}/${o.metadata.name}`));
-    objects.unshift(...BOOTSTRAP_POLICY.filter((o) => !own.has(`${o.kind}/${o.metadata.name}`)));
+    everyCluster = BOOTSTRAP_POLICY.filter((o) => !own.has(`${o.kind}/${o.metadata.name}`));
   }
-  return new RBACPolicy(objects);
+  return new RBACPolicy(objects, everyCluster);
 }
 
 export class RBACFileAuthorizer extends RBACAuthorizer {

@@ -30,7 +30,7 @@ export interface LabelSelector {
 
 export interface RBACObject {
   kind: 'Role' | 'ClusterRole' | 'RoleBinding' | 'ClusterRoleBinding';
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   rules?: PolicyRule[];
   aggregationRule?: { clusterRoleSelectors?: LabelSelector[] };
   subjects?: Subject[];
@@ -125,14 +125,21 @@ interface Binding {
   roleRef: RoleRef;
 }
 
-/** An immutable, indexed policy. Build a new one on every reload and swap it in. */
-export class RBACPolicy {
+/**
+ * The annotation naming the logical cluster a policy object belongs to (as kcp annotates every
+ * object); absent = the default cluster (requests without a /clusters/<name> prefix).
+ */
+export const CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
+/** The policy of one logical cluster, indexed. */
+class ClusterPolicy {
   private readonly roles = new Map<string, PolicyRule[]>(); // "<ns>/<name>"
-  private readonly clusterRoles = new Map<string, PolicyRule[]>();
+  readonly clusterRoles = new Map<string, PolicyRule[]>();
   private readonly clusterBindings: Binding[] = [];
   private readonly bindingsByNamespace = new Map<string, Binding[]>();
 
-  constructor(objects: RBACObject[]) {
+  /** @param shared ClusterRoles present in every cluster (the bootstrap roles), found when a binding's own cluster has none of that name. */
+  constructor(objects: RBACObject[], private readonly shared?: Map<string, PolicyRule[]>) {
     const aggregated: RBACObject[] = [];
     for (const o of objects) {
       const name = o.metadata.name;
@@ -172,7 +179,7 @@ export class RBACPolicy {
   private rulesOf(b: Binding): PolicyRule[] | string {
     const ref = b.roleRef;
     if (ref.kind === 'ClusterRole') {
-      return this.clusterRoles.get(ref.name) ?? `clusterrole.rbac.authorization.k8s.io ${JSON.stringify(ref.name)} not found`;
+      return this.clusterRoles.get(ref.name) ?? this.shared?.get(ref.name) ?? `clusterrole.rbac.authorization.k8s.io ${JSON.stringify(ref.name)} not found`;
     }
     if (ref.kind === 'Role' && b.kind === 'RoleBinding') {
       return this.roles.get(`${b.namespace}/${ref.name}`) ?? `role.rbac.authorization.k8s.io ${JSON.stringify(ref.name)} not found`;
@@ -203,6 +210,44 @@ export class RBACPolicy {
     const allowed = visit(this.clusterBindings) ?? (a.namespace ? visit(this.bindingsByNamespace.get(a.namespace)) : undefined);
     if (allowed) return allowed;
     return errors.length > 0 ? { decision: 'noopinion', reason: `RBAC: ${errors.join(', ')}` } : { decision: 'noopinion' };
+  }
+}
+
+/** The cluster an object belongs to ('' = the default cluster). */
+export function clusterOf(o: RBACObject): string {
+  return o.metadata.annotations?.[CLUSTER_ANNOTATION] ?? '';
+}
+
+const WILDCARD_NEVER_GRANTED = 'RBAC: a request across all logical clusters (/clusters/*) is never granted by a binding inside one cluster';
+
+/**
+ * An immutable policy over every logical cluster: a grant applies only in the cluster its binding
+ * belongs to; `everyCluster` objects (the bootstrap roles) apply in each cluster; nothing applies
+ * to the wildcard. Build a new one on every reload and swap it in.
+ */
+export class RBACPolicy {
+  private readonly clusters = new Map<string, ClusterPolicy>();
+  private readonly everyCluster: ClusterPolicy | undefined;
+
+  constructor(objects: RBACObject[], everyCluster: RBACObject[] = []) {
+    this.everyCluster = everyCluster.length > 0 ? new ClusterPolicy(everyCluster) : undefined;
+    const byCluster = new Map<string, RBACObject[]>();
+    for (const o of objects) {
+      const c = clusterOf(o);
+      const list = byCluster.get(c) ?? [];
+      list.push(o);
+      byCluster.set(c, list);
+    }
+    for (const [c, objs] of byCluster) this.clusters.set(c, new ClusterPolicy(objs, this.everyCluster?.clusterRoles));
+  }
+
+  evaluate(a: Attributes): AuthorizationResult {
+    if (a.cluster === '*') return { decision: 'noopinion', reason: WILDCARD_NEVER_GRANTED };
+    const own = this.clusters.get(a.cluster ?? '')?.evaluate(a);
+    if (own?.decision === 'allow') return own;
+    const shared = this.everyCluster?.evaluate(a);
+    if (shared?.decision === 'allow') return shared;
+    return own ?? shared ?? { decision: 'noopinion' };
   }
 }
 

@@ -118,7 +118,7 @@ export class RequestHeaderAuthenticator implements Authenticator {
     const consumedHeaders = consumed.length > 0 ? consumed : undefined;
     const chain = req.peerChain;
     if (!chain || chain.length === 0 || this.ca.roots().length === 0) return { kind: 'anonymous', consumedHeaders };
-    const err = this.verifier.verify(chain);
+    const err = this.verifier.verify(chain, req.peerVerified);
     if (err) return { kind: 'error', message: `front proxy: ${err}`, consumedHeaders };
     if (c.allowed.size > 0) {
       const cn = subjectValues(chain[0]!, 'CN')[0] ?? '';

@@ -16,6 +16,8 @@ export interface TokenReviewOptions {
   ttlMs: number;
   audiences: string[];
   maxEntries?: number;
+  /** The clock the TTL runs on (default Date.now). */
+  now?: () => number;
 }
 
 /** The bearer token of an Authorization header, or undefined (scheme case-insensitive, as Go). */
@@ -32,14 +34,18 @@ export class TokenReviewAuthenticator implements Authenticator {
   /** Number of TokenReviews sent (tests and metrics). */
   reviews = 0;
 
-  constructor(private readonly client: HostingClient, private readonly opts: TokenReviewOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly client: HostingClient, private readonly opts: TokenReviewOptions) {
+    this.now = opts.now ?? Date.now;
+  }
 
   async authenticate(req: AuthnRequest): Promise<AuthnResult> {
     const h = req.headers.authorization;
     const token = bearerToken(Array.isArray(h) ? h[0] : h);
     if (!token) return { kind: 'anonymous' };
     const key = createHash('sha256').update(token).digest('base64');
-    const now = Date.now();
+    const now = this.now();
     let entry = this.cache.get(key);
     if (!entry || entry.expires <= now) {
       if (entry) this.cache.delete(key);
@@ -70,7 +76,7 @@ export class TokenReviewAuthenticator implements Authenticator {
     });
     const status = (res.body as { status?: TokenReviewStatus } | undefined)?.status ?? {};
     if (status.error) throw new Error(status.error);
-    const expires = Date.now() + this.opts.ttlMs;
+    const expires = this.now() + this.opts.ttlMs;
     if (!status.authenticated) return { expires };
     if (this.opts.audiences.length > 0 && status.audiences && status.audiences.length > 0
       && !status.audiences.some((a) => this.opts.audiences.includes(a))) {

@@ -15,10 +15,19 @@ export const ANONYMOUS_USER: UserInfo = Object.freeze({
   groups: ['system:unauthenticated'],
 }) as UserInfo;
 
+/** The TLS handshake's verdict on the peer chain (OpenSSL verified it against every trusted bundle). */
+export interface PeerVerification {
+  authorized: boolean;
+  /** OpenSSL's verify error code when not authorized, e.g. CERT_HAS_EXPIRED, INVALID_PURPOSE. */
+  error?: string;
+}
+
 /** What an authenticator sees of a request. */
 export interface AuthnRequest {
-  /** The TLS peer chain, leaf first, as presented by the client; undefined without a client certificate. */
+  /** The TLS peer chain, leaf first, completed up to its root; undefined without a client certificate. */
   peerChain?: X509Certificate[];
+  /** The handshake's verification of peerChain; without it no certificate authenticates. */
+  peerVerified?: PeerVerification;
   headers: IncomingHttpHeaders;
   /** Node's raw header list (name, value, name, value...), so repeated headers stay separate lines. */
   rawHeaders: string[];
@@ -47,8 +56,10 @@ export interface Attributes {
   subresource?: string;
   name?: string;
   /**
-   * kcp logical cluster the request addressed (`/clusters/<name>/...`). Delegated authorization sends
-   * its SubjectAccessReview to that workspace; RBAC and AlwaysAllow ignore it.
+   * kcp logical cluster the request addressed (`/clusters/<name>/...`; undefined = the default
+   * cluster; `*` = the wildcard). Delegated authorization sends its SubjectAccessReview to that
+   * workspace; RBAC evaluates only the grants of that cluster; the wildcard needs
+   * system:masters or a --wildcard-cluster-groups group.
    */
   cluster?: string;
 }

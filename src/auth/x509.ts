@@ -1,13 +1,13 @@
-// Client-certificate verification done by hand. Node's TLS layer checks a peer against the union of
-// every CA in the server's `ca` option and `socket.authorized` does not say which one signed it, so
-// each authenticator verifies the presented chain against its own CA bundle.
+// Client-certificate verification is OpenSSL's: the TLS server verifies the presented chain during
+// the handshake against the union of the client CA and requestheader CA bundles (signatures,
+// validity, CA:TRUE, path length, name constraints, keyCertSign, and the sslclient purpose, i.e.
+// the clientAuth extended key usage on the leaf and on any CA that carries the extension). What the
+// TLS layer cannot say is which bundle anchors the chain, so each authenticator then requires the
+// root of the verified chain to be in its own, current bundle (a CA removed by rotation stops
+// authenticating even on open connections), and re-checks validity dates (long-lived connections).
 import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
-import type { AuthnRequest, Authenticator, AuthnResult, UserInfo } from './types.js';
-
-const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
-const ANY_EKU = '2.5.29.37.0';
-const MAX_DEPTH = 8;
+import type { AuthnRequest, Authenticator, AuthnResult, PeerVerification, UserInfo } from './types.js';
 
 /** Splits a PEM bundle into certificates; throws with `what` in the message when one is unreadable. */
 export function parsePEMBundle(pem: string, what: string): X509Certificate[] {
@@ -22,47 +22,49 @@ export function parsePEMBundle(pem: string, what: string): X509Certificate[] {
   });
 }
 
-function timeValid(c: X509Certificate, now: number): boolean {
-  return Date.parse(c.validFrom) <= now && now <= Date.parse(c.validTo);
-}
-
-function allowsClientAuth(c: X509Certificate): boolean {
-  // No EKU extension means "any usage", as in Go's crypto/x509.
-  const eku = c.keyUsage as string[] | undefined;
-  return !eku || eku.length === 0 || eku.includes(CLIENT_AUTH) || eku.includes(ANY_EKU);
-}
-
-function issued(issuer: X509Certificate, child: X509Certificate): boolean {
-  try {
-    return child.checkIssued(issuer) && child.verify(issuer.publicKey);
-  } catch {
-    return false;
+/** OpenSSL's verify error codes (as node reports them) in the words of Go's crypto/x509. */
+function describeOpenSSLError(code: string | undefined): string {
+  switch (code) {
+    case 'CERT_HAS_EXPIRED':
+    case 'CERT_NOT_YET_VALID':
+      return 'x509: certificate has expired or is not yet valid';
+    case 'INVALID_PURPOSE':
+      return 'x509: certificate specifies an incompatible key usage';
+    case 'INVALID_CA':
+    case 'KEYUSAGE_NO_CERTSIGN':
+      return `x509: a certificate in the chain is not allowed to sign certificates (${code})`;
+    case 'PATH_LENGTH_EXCEEDED':
+      return 'x509: too many intermediates for path length constraint';
+    case undefined:
+    case '':
+      return 'x509: the certificate chain was not verified';
+    default:
+      return `x509: certificate signed by unknown authority (${code})`;
   }
+}
+
+const dates = new WeakMap<X509Certificate, [number, number]>();
+
+function timeValid(c: X509Certificate, now: number): boolean {
+  let d = dates.get(c);
+  if (!d) {
+    d = [Date.parse(c.validFrom), Date.parse(c.validTo)];
+    dates.set(c, d);
+  }
+  return d[0] <= now && now <= d[1];
 }
 
 /**
- * Verifies `chain` (leaf first; later entries are candidate intermediates) up to one of `roots`,
- * requiring the clientAuth extended key usage. Returns undefined on success, else a reason.
+ * Checks a chain the TLS layer verified (leaf first, root last) against one trust bundle.
+ * Returns undefined on success, else a reason.
  */
-export function verifyClientChain(chain: X509Certificate[], roots: X509Certificate[], now = Date.now()): string | undefined {
-  const leaf = chain[0];
-  if (!leaf) return 'no client certificate';
-  if (!timeValid(leaf, now)) return 'x509: certificate has expired or is not yet valid';
-  if (!allowsClientAuth(leaf)) return 'x509: certificate specifies an incompatible key usage';
-  const rootPrints = new Set(roots.map((r) => r.fingerprint256));
-  let cur = leaf;
-  const used = new Set<X509Certificate>([leaf]);
-  for (let depth = 0; depth < MAX_DEPTH; depth++) {
-    if (rootPrints.has(cur.fingerprint256)) return undefined;
-    for (const root of roots) {
-      if (timeValid(root, now) && issued(root, cur)) return undefined;
-    }
-    const next = chain.find((c) => !used.has(c) && c.ca && timeValid(c, now) && allowsClientAuth(c) && issued(c, cur));
-    if (!next) break;
-    used.add(next);
-    cur = next;
-  }
-  return 'x509: certificate signed by unknown authority';
+export function verifyClientChain(chain: X509Certificate[], verified: PeerVerification | undefined, roots: Set<string>, now = Date.now()): string | undefined {
+  if (chain.length === 0) return 'no client certificate';
+  if (!verified?.authorized) return describeOpenSSLError(verified?.error);
+  const root = chain[chain.length - 1]!;
+  if (!roots.has(fingerprint(root))) return 'x509: certificate signed by unknown authority';
+  for (const c of chain) if (!timeValid(c, now)) return 'x509: certificate has expired or is not yet valid';
+  return undefined;
 }
 
 /** Reads one subject attribute's values (CN, O) from a certificate, via Node's structured legacy object. */
@@ -72,8 +74,8 @@ export function subjectValues(c: X509Certificate, key: 'CN' | 'O'): string[] {
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
-// A connection's chain is parsed once (peerChainFromSocket), so its certificate objects are reused
-// by every request on it: derive the user and the fingerprint once per certificate object.
+// A connection's chain is parsed once (the server keeps it per connection), so its certificate
+// objects are reused by every request on it: derive the user and the fingerprint once per object.
 const userByCert = new WeakMap<X509Certificate, UserInfo>();
 const printByCert = new WeakMap<X509Certificate, string>();
 
@@ -98,9 +100,8 @@ function fingerprint(c: X509Certificate): string {
 /** Holds the current CA bundle of one trust purpose; swapped atomically on rotation. */
 export class DynamicCA {
   private certs: X509Certificate[] = [];
+  private prints = new Set<string>();
   private pemText: string | undefined;
-  /** Bumped on every change so verification caches know to forget. */
-  generation = 0;
   private listeners: Array<() => void> = [];
 
   constructor(private readonly what: string) {}
@@ -110,14 +111,19 @@ export class DynamicCA {
     const text = pem && pem.trim().length > 0 ? pem : undefined;
     if (text === this.pemText) return false;
     this.certs = text ? parsePEMBundle(text, this.what) : [];
+    this.prints = new Set(this.certs.map((c) => c.fingerprint256));
     this.pemText = text;
-    this.generation++;
     for (const l of this.listeners) l();
     return true;
   }
 
   roots(): X509Certificate[] {
     return this.certs;
+  }
+
+  /** SHA-256 fingerprints of the bundle's certificates. */
+  fingerprints(): Set<string> {
+    return this.prints;
   }
 
   pem(): string | undefined {
@@ -129,30 +135,13 @@ export class DynamicCA {
   }
 }
 
-interface CachedVerdict {
-  generation: number;
-  expires: number;
-  error?: string;
-}
-
-/**
- * Remembers verification verdicts per presented chain (by fingerprints) so signature checks are not
- * repeated on every request of a keep-alive client. Entries die on CA rotation and after a minute.
- */
+/** Verifies presented chains for one trust purpose (one bundle). */
 export class ChainVerifier {
-  private cache = new Map<string, CachedVerdict>();
-  constructor(private readonly ca: DynamicCA, private readonly maxEntries = 2048) {}
+  constructor(private readonly ca: DynamicCA) {}
 
-  verify(chain: X509Certificate[], now = Date.now()): string | undefined {
-    let key = '';
-    for (const c of chain) key += fingerprint(c);
-    const hit = this.cache.get(key);
-    if (hit && hit.generation === this.ca.generation && hit.expires > now) return hit.error;
-    const error = this.ca.roots().length === 0 ? 'no CA configured' : verifyClientChain(chain, this.ca.roots(), now);
-    const leafEnd = Date.parse(chain[0]!.validTo);
-    if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(key, { generation: this.ca.generation, expires: Math.min(now + 60_000, leafEnd), error });
-    return error;
+  verify(chain: X509Certificate[], verified: PeerVerification | undefined, now = Date.now()): string | undefined {
+    if (this.ca.roots().length === 0) return 'no CA configured';
+    return verifyClientChain(chain, verified, this.ca.fingerprints(), now);
   }
 }
 
@@ -166,12 +155,18 @@ export class X509Authenticator implements Authenticator {
   async authenticate(req: AuthnRequest): Promise<AuthnResult> {
     const chain = req.peerChain;
     if (!chain || chain.length === 0 || this.ca.roots().length === 0) return { kind: 'anonymous' };
-    const err = this.verifier.verify(chain);
+    const err = this.verifier.verify(chain, req.peerVerified);
     if (err) return { kind: 'error', message: `client certificate: ${err}` };
     const user = userFromCertificate(chain[0]!);
     if (!user.username) return { kind: 'error', message: 'client certificate: subject has no common name' };
     return { kind: 'user', user };
   }
+}
+
+/** What OpenSSL concluded about the peer's chain in the handshake. */
+export function peerVerificationFromSocket(socket: TLSSocket): PeerVerification {
+  const error = socket.authorizationError as unknown;
+  return socket.authorized ? { authorized: true } : { authorized: false, error: error === undefined || error === null ? undefined : String((error as { code?: string }).code ?? error) };
 }
 
 /**

@@ -5,8 +5,11 @@ import { resolve } from 'node:path';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
-import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/index.js';
+// Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
+import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
+import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
+import { parseDuration } from '../auth/index.js';
 
 export class FlagError extends Error {}
 
@@ -29,6 +32,9 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
   { name: 'max-request-bytes', description: 'Largest request body in bytes; a patch may not make an object larger either (413 RequestEntityTooLarge).', default: '3145728' },
+  { name: 'idle-connection-timeout', description: 'Seconds after which an HTTP/2 connection without open streams, or an HTTP/1.1 connection without a request in progress, is closed; also the time a request body has to arrive.', default: '90' },
+  { name: 'tls-handshake-timeout', description: 'Seconds a client has to complete the TLS handshake.', default: '10' },
+  { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
@@ -50,17 +56,23 @@ export interface ServeOptions {
   kubeconfig?: string;
   minRequestTimeoutSeconds: number;
   maxRequestBytes: number;
+  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
   controllers: Set<ControllerName>;
   authn: AuthnOptions;
   authz: AuthzOptions;
+  registration: RegistrationOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
 }
 
 export function allServeFlags(): Flag[] {
-  return [...SERVE_FLAGS, ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default }))];
+  return [
+    ...SERVE_FLAGS,
+    ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
+    ...REGISTRATION_FLAGS,
+  ];
 }
 
 export function helpText(): string {
@@ -137,11 +149,24 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     throw new FlagError(`--controllers: ${(e as Error).message}`);
   }
   const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
+  const connections = {
+    idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
+    handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
+    maxStreamsPerConnection: int(values, 'http2-max-streams-per-connection', 1, 100_000),
+  };
   let auth: { authn: AuthnOptions; authz: AuthzOptions };
   try {
     auth = parseAuthFlags(values);
   } catch (e) {
     if (e instanceof AuthFlagError) throw new FlagError(e.message);
+    throw e;
+  }
+  let registration: RegistrationOptions;
+  try {
+    const hostingConfigured = !!values['kubeconfig'] || !!process.env.KUBERNETES_SERVICE_HOST;
+    registration = parseRegistrationFlags(values, hostingConfigured, parseDuration);
+  } catch (e) {
+    if (e instanceof RegistrationFlagError) throw new FlagError(e.message);
     throw e;
   }
   return {
@@ -158,11 +183,13 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     kubeconfig: values['kubeconfig'],
     minRequestTimeoutSeconds,
     maxRequestBytes,
+    connections,
     logLevel,
     committer,
     controllers,
     authn: auth.authn,
     authz: auth.authz,
+    registration,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
   };
 }

@@ -13,6 +13,7 @@ import { versionInfo } from './version.js';
 import type { CommitEngine } from '../git/index.js';
 import { createServerMetrics } from '../metrics/metrics.js';
 import type { RunningControllers } from '../controllers/index.js';
+import { startRegistration, type RunningRegistration } from './registration.js';
 
 export interface Running {
   server: BuiltServer;
@@ -51,6 +52,8 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  /** The CA that signed the serving certificate when we generated it (the APIService caBundle). */
+  let generatedCAFile: string | undefined;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
@@ -61,6 +64,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     });
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
+    generatedCAFile = pki.caFile;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
       devAdmin = { caPem: pki.caPem, certFile: pki.adminCertFile, keyFile: pki.adminKeyFile };
@@ -82,6 +86,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
     ));
   const metrics = createServerMetrics();
+  let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -94,7 +99,11 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
+    healthChecks: opts.registration.enabled
+      ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]
+      : [],
     maxRequestBytes: opts.maxRequestBytes,
+    connections: opts.connections,
   });
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
@@ -122,6 +131,9 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
   }
+  if (opts.registration.enabled) {
+    registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);
+  }
   let stopped = false;
   return {
     server,
@@ -133,6 +145,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       if (stopped) return;
       stopped = true;
       await controllers?.stop();
+      registration?.stop();
       await server.close();
       if (engine) await (await engine).close();
       authn.close();

@@ -21,8 +21,8 @@ import { parseRepositoryURL, validateRepositoryURL, type GitCredentials } from '
 import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
 
-export const DEFAULT_COMMITTER_NAME = 'reverser-apiserver';
-export const DEFAULT_COMMITTER_EMAIL = 'reverser-apiserver@localhost';
+import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from './committer.js';
+export { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME };
 
 export interface GitEngineOptions {
   /** `<data-dir>`: clones go to `<data-dir>/cache`, `local:<name>` repositories to `<data-dir>/git/<name>.git`. */

@@ -1,4 +1,4 @@
-// Server-owned metadata: uid, timestamps, generated names, generation, managedFields.
+// Server-owned metadata: uid, timestamps, generated names, generation. managedFields live in apply/.
 import { randomInt, randomUUID } from 'node:crypto';
 import type { KubeObject } from '../storage/types.js';
 
@@ -46,90 +46,4 @@ export function specChanged(a: KubeObject, b: KubeObject): boolean {
     return rest;
   };
   return !deepEqual(strip(a), strip(b));
-}
-
-type Fields = Record<string, unknown>;
-
-/** The FieldsV1 set of the leaves present in `v` (lists are atomic). */
-function fieldsOf(v: unknown): Fields {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return {};
-  const out: Fields = {};
-  for (const [k, child] of Object.entries(v as object)) {
-    if (child === undefined) continue;
-    out[`f:${k}`] = fieldsOf(child);
-  }
-  return out;
-}
-
-/** Leaves that differ between a and b (added, changed or removed), as a FieldsV1 set. */
-function changedFields(a: unknown, b: unknown): Fields | undefined {
-  if (deepEqual(a, b)) return undefined;
-  const isObj = (x: unknown) => x !== null && typeof x === 'object' && !Array.isArray(x);
-  if (!isObj(a) || !isObj(b)) return fieldsOf(b);
-  const out: Fields = {};
-  const keys = new Set([...Object.keys(a as object), ...Object.keys(b as object)]);
-  for (const k of keys) {
-    const c = changedFields((a as any)[k], (b as any)[k]);
-    if (c !== undefined) out[`f:${k}`] = c;
-  }
-  return out;
-}
-
-function mergeFields(a: Fields, b: Fields): Fields {
-  const out: Fields = { ...a };
-  for (const [k, v] of Object.entries(b)) out[k] = k in out ? mergeFields(out[k] as Fields, v as Fields) : v;
-  return out;
-}
-
-function managedPart(obj: KubeObject | undefined, subresource: string): Fields {
-  if (!obj) return {};
-  if (subresource === 'status') return { status: obj.status };
-  const { status: _s, apiVersion: _a, kind: _k, metadata, ...rest } = obj;
-  const m = metadata ?? {};
-  const meta: Fields = {};
-  for (const k of ['labels', 'annotations', 'finalizers', 'ownerReferences'] as const) if (m[k] !== undefined) meta[k] = m[k];
-  return Object.keys(meta).length ? { metadata: meta, ...rest } : rest;
-}
-
-export interface ManagedFieldsEntry {
-  manager: string;
-  operation: 'Update' | 'Apply';
-  apiVersion: string;
-  time: string;
-  fieldsType: 'FieldsV1';
-  fieldsV1: Fields;
-  subresource?: string;
-}
-
-/**
- * Records that `manager` wrote the fields that changed between `before` and `after`. Field
- * ownership transfer between managers belongs to server-side apply, which is not implemented yet.
- */
-export function recordManagedFields(
-  before: KubeObject | undefined,
-  after: KubeObject,
-  manager: string,
-  apiVersion: string,
-  subresource: string,
-): void {
-  const changed = changedFields(managedPart(before, subresource), managedPart(after, subresource));
-  const existing = ((before?.metadata.managedFields ?? after.metadata.managedFields ?? []) as ManagedFieldsEntry[]).slice();
-  if (changed === undefined || Object.keys(changed).length === 0) {
-    after.metadata.managedFields = existing.length ? existing : undefined;
-    if (after.metadata.managedFields === undefined) delete after.metadata.managedFields;
-    return;
-  }
-  const i = existing.findIndex((e) => e.manager === manager && e.operation === 'Update' && (e.subresource ?? '') === subresource);
-  const entry: ManagedFieldsEntry = {
-    manager,
-    operation: 'Update',
-    apiVersion,
-    time: nowTimestamp(),
-    fieldsType: 'FieldsV1',
-    fieldsV1: i >= 0 ? mergeFields(existing[i]!.fieldsV1, changed) : changed,
-  };
-  if (subresource) entry.subresource = subresource;
-  if (i >= 0) existing[i] = entry;
-  else existing.push(entry);
-  after.metadata.managedFields = existing;
 }

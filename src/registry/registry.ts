@@ -7,7 +7,10 @@ import { type FieldError, invalidValue, forbiddenField } from '../api/field-erro
 import * as status from '../api/status.js';
 import type { UserInfo } from '../auth/types.js';
 import { DEFAULT_CLUSTER, type KubeObject, type ListResult, type ObjectKey, type ResourceRef, type Store, StorageError } from '../storage/types.js';
-import { clone, deepEqual, generateName, newUID, nowTimestamp, recordManagedFields, specChanged } from './metadata.js';
+import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
+import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
+import { listTypeErrors } from './apply/list-rules.js';
+import { pruneUnknown } from './apply/schema.js';
 
 export interface RequestContext {
   cluster: string;
@@ -18,6 +21,8 @@ export interface WriteOptions {
   dryRun: boolean;
   fieldManager: string;
   fieldValidation: FieldValidation;
+  /** Server-side apply only: take over conflicting fields. */
+  force?: boolean;
 }
 
 export interface WriteResult {
@@ -43,6 +48,8 @@ export class Registry {
   readonly ref: ResourceRef;
   readonly gr: status.GroupResource & { kind: string };
   private readonly validator: SchemaValidator;
+  /** managedFields bookkeeping and server-side apply (src/registry/apply/). */
+  readonly fields: FieldManager;
 
   constructor(
     readonly def: ResourceDefinition,
@@ -52,6 +59,7 @@ export class Registry {
     this.ref = { group: def.group, resource: def.plural };
     this.gr = { group: def.group, resource: def.plural, kind: def.kind };
     this.validator = compileSchema(def.schema);
+    this.fields = new FieldManager(def.schema, `${def.group}/${def.version}`, def.kind, this.gr);
   }
 
   get apiVersion(): string {
@@ -110,12 +118,14 @@ export class Registry {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
     const errs: FieldError[] = [...errors];
     errs.push(...validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
+    if (errors.length === 0) errs.push(...listTypeErrors(obj, this.fields.shape));
     if (errors.length === 0) errs.push(...(old ? this.def.validateUpdate(obj, old) : this.def.validateCreate(obj)));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
     return warnings;
   }
 
-  async create(ctx: RequestContext, namespace: string, body: unknown, opts: WriteOptions): Promise<WriteResult> {
+  /** POST. `appliedManaged`: managedFields already computed by a server-side apply that creates the object. */
+  async create(ctx: RequestContext, namespace: string, body: unknown, opts: WriteOptions, appliedManaged?: unknown): Promise<WriteResult> {
     const obj = this.checkBody(body, namespace);
     if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '') {
       throw status.badRequest('resourceVersion should not be set on objects to be created');
@@ -132,12 +142,13 @@ export class Registry {
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
     await this.hooks.beforeCreate?.(ctx, obj, opts);
-    stampCluster(ctx, obj);
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
     meta.generation = 1;
-    recordManagedFields(undefined, obj, opts.fieldManager, this.apiVersion, '');
+    if (appliedManaged === undefined) this.fields.update(undefined, obj, undefined, opts.fieldManager, '');
+    else obj.metadata.managedFields = appliedManaged as never;
+    stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
     for (let attempt = 1; ; attempt++) {
       if (!hasName) meta.name = generateName(meta.generateName!);
       if (opts.dryRun) {
@@ -171,7 +182,7 @@ export class Registry {
     ctx: RequestContext,
     namespace: string,
     name: string,
-    apply: (current: KubeObject) => unknown,
+    apply: (current: KubeObject) => unknown | Promise<unknown>,
     opts: WriteOptions,
     subresource: string,
   ): Promise<WriteResult> {
@@ -181,7 +192,7 @@ export class Registry {
       // can only come from the client: an optimistic-lock precondition, never retried.
       const base = clone(old);
       delete base.metadata.resourceVersion;
-      const patched = this.checkBody(apply(base), namespace, name);
+      const patched = this.checkBody(await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
       const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
@@ -195,6 +206,53 @@ export class Registry {
     }
   }
 
+  /**
+   * PATCH application/apply-patch+yaml: merges `config` by field ownership (src/registry/apply/);
+   * creates the object when it does not exist. Retried on storage conflicts unless the config pins
+   * a resourceVersion.
+   */
+  async apply(ctx: RequestContext, namespace: string, name: string, config: unknown, opts: WriteOptions, subresource: string): Promise<WriteResult & { created: boolean }> {
+    // Under Warn/Ignore, undeclared fields leave the configuration before anyone can own them.
+    const unknown = opts.fieldValidation === 'Strict' ? [] : pruneUnknown(config, this.fields.shape);
+    const warned = opts.fieldValidation === 'Warn' ? unknown.map((f) => `unknown field "${f}"`) : [];
+    for (let attempt = 1; ; attempt++) {
+      let old: KubeObject | undefined;
+      try {
+        old = await this.get(ctx, namespace, name);
+      } catch (e) {
+        if (!(e instanceof status.StatusError && e.status.reason === 'NotFound') || subresource) throw e;
+      }
+      try {
+        if (!old) {
+          const desired = this.checkBody(config, namespace, name);
+          const { object } = this.fields.apply(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
+          object.metadata.name = name;
+          const managed = object.metadata.managedFields ?? [];
+          const r = await this.create(ctx, namespace, object, opts, managed);
+          return { ...r, warnings: [...warned, ...r.warnings], created: true };
+        }
+        const base = clone(old);
+        delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
+        const { object } = this.fields.apply(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
+        const merged = this.checkBody(object, namespace, name);
+        const pinned = merged.metadata.resourceVersion;
+        const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
+        const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
+        const r = await this.applyUpdate(ctx, namespace, name, merged, old, expected, opts, subresource, true);
+        return { ...r, warnings: [...warned, ...r.warnings], created: false };
+      } catch (e) {
+        const race = e instanceof status.StatusError && (e.status.reason === 'AlreadyExists' || (e.status.reason === 'Conflict' && !e.status.details?.causes));
+        if (race && attempt < MAX_PATCH_RETRIES && !(old && this.pins(config))) continue;
+        throw e;
+      }
+    }
+  }
+
+  private pins(config: unknown): boolean {
+    const rv = (config as KubeObject | null)?.metadata?.resourceVersion;
+    return rv !== undefined && rv !== null && rv !== '';
+  }
+
   private async applyUpdate(
     ctx: RequestContext,
     namespace: string,
@@ -204,11 +262,13 @@ export class Registry {
     expectedRV: number,
     opts: WriteOptions,
     subresource: string,
+    applied = false,
   ): Promise<WriteResult> {
     if (String(expectedRV) !== old.metadata.resourceVersion) throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
     if (body.metadata.uid !== undefined && body.metadata.uid !== '' && body.metadata.uid !== old.metadata.uid) {
       throw status.conflict(this.gr, name, `Precondition failed: UID in precondition: ${String(body.metadata.uid)}, UID in object meta: ${old.metadata.uid}`);
     }
+    const requestManaged = body.metadata.managedFields;
     let next: KubeObject;
     if (subresource === 'status') {
       next = clone(old);
@@ -238,11 +298,15 @@ export class Registry {
       }
     }
     await this.hooks.beforeUpdate?.(ctx, next, old, subresource);
-    stampCluster(ctx, next);
     if (specChanged(old, next)) m.generation = (o.generation ?? 1) + 1;
-    const unchanged = deepEqual({ ...next, metadata: { ...m, managedFields: undefined } }, { ...old, metadata: { ...o, managedFields: undefined } });
-    if (unchanged) return { object: old, warnings };
-    recordManagedFields(old, next, opts.fieldManager, this.apiVersion, subresource);
+    if (applied) {
+      if (requestManaged === undefined) delete m.managedFields;
+      else m.managedFields = requestManaged;
+    } else this.fields.update(old, next, requestManaged, opts.fieldManager, subresource);
+    stampCluster(ctx, next); // after ownership: the server's annotation belongs to no manager
+    // A write that changes nothing but managedFields timestamps stores nothing (kube's
+    // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.
+    if (sameIgnoringManagedTimes(next, old)) return { object: old, warnings };
     if (opts.dryRun) return { object: next, warnings };
     const key = this.key(ctx, namespace, name);
     // Removing the last finalizer of a deleting object deletes it instead of storing the update, as
@@ -317,7 +381,16 @@ export class Registry {
  * objects do; wildcard clients key their caches on it. The server owns the annotation.
  */
 function stampCluster(ctx: RequestContext, obj: KubeObject): void {
-  if (ctx.cluster === DEFAULT_CLUSTER) return;
+  if (ctx.cluster === DEFAULT_CLUSTER) {
+    // No client may claim a logical cluster: in the default cluster the annotation is dropped.
+    const annotations = obj.metadata.annotations;
+    if (annotations && KCP_CLUSTER_ANNOTATION in annotations) {
+      const { [KCP_CLUSTER_ANNOTATION]: _claimed, ...rest } = annotations;
+      if (Object.keys(rest).length === 0) delete obj.metadata.annotations;
+      else obj.metadata.annotations = rest;
+    }
+    return;
+  }
   obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
 }
 

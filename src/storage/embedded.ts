@@ -19,7 +19,7 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from './types.js';
-import { WatchCache, listAt, type ResourceCache } from './watch-cache.js';
+import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -150,8 +150,7 @@ class EmbeddedStore implements Store {
   }
 
   async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
-    if (opts.atRV !== undefined) return { items: listAt(this.rc(res), opts), resourceVersion: opts.atRV };
-    return { items: this.rc(res).list(opts.cluster, opts.namespace), resourceVersion: this.rv };
+    return { ...listFromCache(this.rc(res), opts, this.rv), resourceVersion: opts.atRV ?? this.rv };
   }
 
   async create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {

@@ -24,7 +24,7 @@ export interface StoreOptions {
   redisClusterNodes?: string[];
   /** Watch history per resource (default 10,000 events). */
   eventLogRetention?: number;
-  /** Start-up warnings of the embedded store (torn tail dropped, format converted). */
+  /** Warnings: the embedded store's start-up (torn tail dropped, format converted); Redis connection loss and recovery. */
   warn?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -46,6 +46,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         keyPrefix: prefix,
         redisOptions: { ...target.redisOptions, ...options.redisOptions },
         eventLogRetention: options.eventLogRetention,
+        log: options.warn ? { warn: options.warn } : undefined,
       });
     }
     default:

@@ -78,7 +78,8 @@ export interface ListOptions {
   consistency?: 'consistent' | 'any';
   /**
    * Serve the list as it was at this RV (continue tokens read one snapshot). Rejects with
-   * StorageError('Expired') when the RV is older than the retained event log.
+   * StorageError('Expired') when the RV is older than the retained event log, and with
+   * StorageError('Timeout') when it is newer than the store's (no such snapshot exists yet).
    */
   atRV?: number;
 }
@@ -86,6 +87,11 @@ export interface ListOptions {
 export interface ListResult {
   /** Sorted by (cluster, namespace, name). */
   items: KubeObject[];
+  /**
+   * The store's sort key of each item (same index), opaque to callers: paginated lists resume
+   * after one of these. Derived from where the object is stored, never from its content.
+   */
+  keys: string[];
   /** The store RV the list reflects. */
   resourceVersion: number;
 }

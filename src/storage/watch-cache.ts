@@ -56,11 +56,17 @@ export function deepFreeze<T>(o: T): T {
   return o;
 }
 
-/** The snapshot list of ListOptions.atRV, shared by both backends. */
-export function listAt(rc: ResourceCache, opts: ListOptions): KubeObject[] {
-  const items = rc.listAt(opts.atRV!, opts.cluster, opts.namespace);
-  if (!items) throw new StorageError('Expired', `too old resource version: ${opts.atRV} (${rc.oldestRV})`, rc.oldestRV);
-  return items;
+/**
+ * A list served from the cache, current or (ListOptions.atRV) as it was at an RV, with the sort
+ * key of every item; shared by both backends. `currentRV` is the store's RV the current state
+ * reflects: a snapshot after it does not exist yet.
+ */
+export function listFromCache(rc: ResourceCache, opts: ListOptions, currentRV: number): { items: KubeObject[]; keys: string[] } {
+  if (opts.atRV === undefined) return rc.listKeyed(opts.cluster, opts.namespace);
+  if (opts.atRV > currentRV) throw new StorageError('Timeout', `Too large resource version: ${opts.atRV}, current: ${currentRV}`, currentRV);
+  const listed = rc.listAt(opts.atRV, opts.cluster, opts.namespace);
+  if (!listed) throw new StorageError('Expired', `too old resource version: ${opts.atRV} (${rc.oldestRV})`, rc.oldestRV);
+  return listed;
 }
 
 /** State and history of one resource type. */
@@ -102,6 +108,11 @@ export class ResourceCache {
 
   /** Sorted by (cluster, namespace, name); the returned array must not be modified. */
   list(cluster?: string, namespace?: string): KubeObject[] {
+    return this.listKeyed(cluster, namespace).items;
+  }
+
+  /** list() with the map key of every item (same index); the arrays must not be modified. */
+  listKeyed(cluster?: string, namespace?: string): { items: KubeObject[]; keys: string[] } {
     if (this.sorted === null) {
       this.sorted = [...this.objects.keys()].sort();
       this.sortedItems = this.sorted.map((k) => this.objects.get(k)!.obj);
@@ -113,14 +124,18 @@ export class ResourceCache {
       const lo = objectMapKeyRange(cluster, namespace || undefined);
       const a = lowerBound(keys, lo);
       const b = lowerBound(keys, lo.slice(0, -1) + '\u0001');
-      return items.slice(a, b);
+      return { items: items.slice(a, b), keys: keys.slice(a, b) };
     }
-    if (!namespace) return items;
+    if (!namespace) return { items, keys };
     const out: KubeObject[] = [];
+    const outKeys: string[] = [];
     for (let i = 0; i < keys.length; i++) {
-      if (this.objects.get(keys[i]!)!.namespace === namespace) out.push(items[i]!);
+      if (this.objects.get(keys[i]!)!.namespace === namespace) {
+        out.push(items[i]!);
+        outKeys.push(keys[i]!);
+      }
     }
-    return out;
+    return { items: out, keys: outKeys };
   }
 
   /**
@@ -128,10 +143,10 @@ export class ResourceCache {
    * snapshot, as etcd-backed lists do). Undone from the current state with the retained history;
    * undefined when `rv` is older than the history (the caller answers 410 Expired).
    */
-  listAt(rv: number, cluster?: string, namespace?: string): KubeObject[] | undefined {
+  listAt(rv: number, cluster?: string, namespace?: string): { items: KubeObject[]; keys: string[] } | undefined {
     if (rv < this.oldestRV) return undefined;
     const first = this.firstAfter(rv);
-    if (first >= this.events.length) return this.list(cluster, namespace);
+    if (first >= this.events.length) return this.listKeyed(cluster, namespace);
     // For every key written after rv, its state at rv: the prevObject of its first later event.
     const atRV = new Map<string, KubeObject | null>();
     for (let i = first; i < this.events.length; i++) {
@@ -142,7 +157,7 @@ export class ResourceCache {
       const k = objectMapKey({ cluster: ev.cluster, namespace: ns, name: ev.object.metadata.name ?? '' });
       if (!atRV.has(k)) atRV.set(k, ev.type === 'ADDED' ? null : ev.prevObject ?? null);
     }
-    if (atRV.size === 0) return this.list(cluster, namespace);
+    if (atRV.size === 0) return this.listKeyed(cluster, namespace);
     const merged: Array<[string, KubeObject]> = [];
     for (const [k, e] of this.objects) {
       if (cluster !== undefined && e.cluster !== cluster) continue;
@@ -151,7 +166,7 @@ export class ResourceCache {
     }
     for (const [k, obj] of atRV) if (obj) merged.push([k, obj]);
     merged.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    return merged.map(([, o]) => o);
+    return { items: merged.map(([, o]) => o), keys: merged.map(([k]) => k) };
   }
 
   /** Every object with its key, for snapshots and rebuilds. */

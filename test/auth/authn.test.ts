@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildAuthentication } from '../../src/auth/authentication.js';
-import { peerChainFromSocket } from '../../src/auth/x509.js';
+import { peerChainFromSocket, peerVerificationFromSocket } from '../../src/auth/x509.js';
 import { issueClientCert, issueServerCert, makeCA, makeIntermediate, type KeyPair } from '../support/pki.js';
 import type { AuthnResult } from '../../src/auth/types.js';
 
@@ -36,7 +36,8 @@ test('client certificates and front proxy', async (t) => {
 
   const server = https.createServer({ cert: serving.certPem, key: serving.keyPem, requestCert: true, rejectUnauthorized: false, ca: built.tlsCAs() }, (req, res) => {
     const peerChain = peerChainFromSocket(req.socket as TLSSocket);
-    built.authenticator.authenticate({ peerChain, headers: req.headers, rawHeaders: req.rawHeaders }).then((r) => {
+    const peerVerified = peerVerificationFromSocket(req.socket as TLSSocket);
+    built.authenticator.authenticate({ peerChain, peerVerified, headers: req.headers, rawHeaders: req.rawHeaders }).then((r) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(r));
     }, (e: Error) => { res.writeHead(500); res.end(e.message); });

@@ -12,6 +12,7 @@ import { HostingClient } from '../../src/auth/hosting.js';
 import { checkAssertAuthor } from '../../src/auth/assert-author.js';
 import type { Attributes, AuthnRequest, UserInfo } from '../../src/auth/types.js';
 import type { AuthnOptions } from '../../src/auth/options.js';
+import { ManualClock } from '../support/clock.js';
 
 const quiet = { info() {}, warn() {}, error() {} };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -66,7 +67,9 @@ test('SubjectAccessReview JSON is exact for an ordinary request and for assert-a
 test('SubjectAccessReview answers are cached for their TTLs; errors are not cached and deny', async (t) => {
   const fake = await fakeCluster(t);
   const client = await HostingClient.create({ kubeconfig: fake.kubeconfigPath, inCluster: false, timeoutMs: 300 });
-  const authz = new DelegatedAuthorizer(client, { allowTTLMs: 150, denyTTLMs: 400 }, true);
+  // The TTLs run on a manual clock: each is checked one millisecond before and at its expiry.
+  const clock = new ManualClock();
+  const authz = new DelegatedAuthorizer(client, { allowTTLMs: 150, denyTTLMs: 400, now: clock.now }, true);
   t.after(() => authz.close());
 
   fake.onSAR = (spec) => ({ allowed: spec.user === 'alice' });
@@ -75,14 +78,22 @@ test('SubjectAccessReview answers are cached for their TTLs; errors are not cach
   assert.equal((await authz.authorize(bobGet)).decision, 'noopinion');
   await Promise.all([authz.authorize(getDemo), authz.authorize(bobGet), authz.authorize(getDemo)]);
   assert.equal(fake.sars().length, 2, 'cached decisions are not re-asked within their TTL');
-  await sleep(200); // allow TTL (150 ms) expired, deny TTL (400 ms) not
+  clock.advance(149);
+  await authz.authorize(getDemo);
+  await authz.authorize(bobGet);
+  assert.equal(fake.sars().length, 2, 'an allow is cached until its TTL (150 ms) has passed');
+  clock.advance(1); // allow TTL (150 ms) expired, deny TTL (400 ms) not
   await authz.authorize(getDemo);
   await authz.authorize(bobGet);
   assert.equal(fake.sars().length, 3);
   assert.equal((fake.sars()[2]!.body as { spec: { user: string } }).spec.user, 'alice');
-  await sleep(250);
+  clock.advance(249); // 399 ms after the deny
+  await authz.authorize(bobGet);
+  assert.equal(fake.sars().length, 3, 'a deny is cached until its TTL (400 ms) has passed');
+  clock.advance(1);
   await authz.authorize(bobGet);
   assert.equal(fake.sars().length, 4);
+  assert.equal((fake.sars()[3]!.body as { spec: { user: string } }).spec.user, 'bob');
 
   // HTTP 500: an error (the caller denies), and the next request asks again.
   fake.onSAR = () => ({ status: 500 });
@@ -132,7 +143,8 @@ test('TokenReview: exact request, cached answers, errors not cached', async (t) 
   const fake = await fakeCluster(t);
   fake.setConfigMap({});
   fake.onTokenReview = (token) => (token === 'good' ? { username: 'bob', uid: 'u-bob', groups: ['devs'], extra: { 'configbutler.ai/claims/display-name': ['Bob B'] } } : false);
-  const built = await buildAuthentication(authnOpts(fake), { logger: quiet });
+  const clock = new ManualClock();
+  const built = await buildAuthentication(authnOpts(fake), { logger: quiet, now: clock.now });
   t.after(() => built.close());
 
   const r = await built.authenticator.authenticate(bearer('good'));
@@ -144,7 +156,11 @@ test('TokenReview: exact request, cached answers, errors not cached', async (t) 
   assert.equal((await built.authenticator.authenticate(bearer('bad'))).kind, 'error');
   assert.equal((await built.authenticator.authenticate(bearer('bad'))).kind, 'error');
   assert.equal(fake.tokenReviews().length, 2, 'a rejected token is cached too');
-  await sleep(250);
+  clock.advance(199); // the TTL is 200 ms
+  await built.authenticator.authenticate(bearer('good'));
+  await built.authenticator.authenticate(bearer('bad'));
+  assert.equal(fake.tokenReviews().length, 2, 'cached until the TTL has passed');
+  clock.advance(1);
   await built.authenticator.authenticate(bearer('good'));
   assert.equal(fake.tokenReviews().length, 3, 're-asked after the TTL');
 
@@ -163,10 +179,13 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
   const rh1 = makeCA('front-proxy-ca-1');
   const rh2 = makeCA('front-proxy-ca-2');
   const clientCA = makeCA('cluster-ca');
-  const chain = (pem: string) => [new X509Certificate(pem)];
+  // As the TLS layer hands it over: the presented leaf completed up to its root, verified by
+  // OpenSSL against the union of the bundles (which bundle anchors it is the authenticators' call).
   const fp1 = issueClientCert(rh1, 'front-proxy-client');
   const fp2 = issueClientCert(rh2, 'front-proxy-client');
-  const proxied = (certPem: string): AuthnRequest => ({ peerChain: chain(certPem), headers: {},
+  const issuers = new Map<string, string>([[fp1.certPem, rh1.certPem], [fp2.certPem, rh2.certPem]]);
+  const chain = (pem: string) => [new X509Certificate(pem), new X509Certificate(issuers.get(pem)!)];
+  const proxied = (certPem: string): AuthnRequest => ({ peerChain: chain(certPem), peerVerified: { authorized: true }, headers: {},
     rawHeaders: ['X-Proxy-User', 'alice', 'X-Proxy-Group', 'devs', 'X-Proxy-Group', 'ops', 'X-Proxy-Extra-Scopes%2Fa', 'x'] });
   const data = (rh: string) => ({
     'client-ca-file': clientCA.certPem,
@@ -193,7 +212,8 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
     consumedHeaders: ['X-Proxy-User', 'X-Proxy-Group', 'X-Proxy-Extra-Scopes%2Fa'] });
   assert.equal((await built.authenticator.authenticate(proxied(fp2.certPem))).kind, 'error');
   const carol = issueClientCert(clientCA, 'carol', ['qa']);
-  const c = await built.authenticator.authenticate({ peerChain: chain(carol.certPem), headers: {}, rawHeaders: ['X-Proxy-User', 'mallory'] });
+  issuers.set(carol.certPem, clientCA.certPem);
+  const c = await built.authenticator.authenticate({ peerChain: chain(carol.certPem), peerVerified: { authorized: true }, headers: {}, rawHeaders: ['X-Proxy-User', 'mallory'] });
   assert.equal(c.kind === 'user' && c.user.username, 'carol');
 
   // Rotation: the watch delivers the new CA; no restart.

@@ -8,10 +8,11 @@ import { fileURLToPath } from 'node:url';
 import { buildAuthorization } from '../../src/auth/authorization.js';
 import { checkAssertAuthor } from '../../src/auth/assert-author.js';
 import type { Attributes, UserInfo } from '../../src/auth/types.js';
+import { until } from '../support/deadline.js';
+import { watchFileContent } from '../../src/auth/filewatch.js';
 
 // Fixtures stay in the source tree (tsc does not copy YAML); dist/test/auth -> test/auth.
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '../../../test/auth/fixtures/rbac-policy.yaml');
-const quiet = { info() {}, warn() {}, error() {} };
 const user = (name: string): UserInfo => ({ username: name, groups: ['system:authenticated'] });
 const creq = (u: UserInfo, verb: string, ns = 'team-a'): Attributes =>
   ({ user: u, verb, resourceRequest: true, apiGroup: 'configbutler.ai', apiVersion: 'v1alpha1', resource: 'commitrequests', namespace: ns });
@@ -21,8 +22,10 @@ test('e2e RBAC fixture and policy reload', async (t) => {
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, 'policy.yaml');
   copyFileSync(FIXTURE, path);
+  const logs: string[] = [];
+  const logger = { info: (m: string) => logs.push(m), warn: (m: string) => logs.push(m), error: (m: string) => logs.push(m) };
   const built = await buildAuthorization({ mode: 'RBAC', policyFile: path, policyPollIntervalMs: 30, allowCacheTTLMs: 0, denyCacheTTLMs: 0,
-    alwaysAllowPaths: ['/healthz'] }, { logger: quiet });
+    alwaysAllowPaths: ['/healthz'] }, { logger });
   t.after(() => built.close());
   const az = built.authorizer;
   const [alice, bob, carol] = [user('alice'), user('bob'), user('carol')];
@@ -44,15 +47,34 @@ test('e2e RBAC fixture and policy reload', async (t) => {
     '- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}\n---\n# The test harness');
   assert.notEqual(text, readFileSync(path, 'utf8'));
   writeFileSync(path, text);
-  const deadline = Date.now() + 5000;
-  while (!(await checkAssertAuthor(az, bob, 'team-a', 'tenants')).allowed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(async () => (await checkAssertAuthor(az, bob, 'team-a', 'tenants')).allowed, 'the edited policy to grant bob assert-author', 5000);
   assert.deepEqual(await checkAssertAuthor(az, bob, 'team-a', 'tenants'), { allowed: true });
 
-  // A broken edit keeps the last good policy.
+  // A broken edit keeps the last good policy. Wait until the server has read it (it logs the refusal),
+  // so the check below runs after the reload attempt, not before it.
+  const invalid = `authorization: RBAC policy ${path} changed but is invalid, keeping the previous policy: `;
   writeFileSync(path, 'kind: Role\n');
-  await new Promise((r) => setTimeout(r, 200));
+  await until(() => logs.some((l) => l.startsWith(invalid)), 'the invalid policy to be read and refused', 5000);
   assert.deepEqual(await checkAssertAuthor(az, bob, 'team-a', 'tenants'), { allowed: true });
-
-  await assert.rejects(buildAuthorization({ mode: 'RBAC', policyFile: path, policyPollIntervalMs: 30, allowCacheTTLMs: 0, denyCacheTTLMs: 0, alwaysAllowPaths: [] }, { logger: quiet }),
+  assert.equal((await az.authorize(creq(alice, 'create'))).decision, 'allow');
+  // A server cannot start on it.
+  await assert.rejects(buildAuthorization({ mode: 'RBAC', policyFile: path, policyPollIntervalMs: 30, allowCacheTTLMs: 0, denyCacheTTLMs: 0, alwaysAllowPaths: [] }, { logger }),
     /--authorization-policy-file: .*must have apiVersion/);
+
+  // And the watch goes on: the next valid edit (bob's grant removed again) applies.
+  writeFileSync(path, readFileSync(FIXTURE, 'utf8'));
+  await until(async () => !(await checkAssertAuthor(az, bob, 'team-a', 'tenants')).allowed, 'the restored policy to deny bob again', 5000);
+});
+
+test('a file edited right after its watch starts is re-read (the baseline is the stat at start)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'filewatch-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'f');
+  writeFileSync(path, 'one');
+  const seen: string[] = [];
+  const stop = watchFileContent(path, 20, (text) => seen.push(text), (e) => seen.push(`error ${e.message}`));
+  t.after(stop);
+  writeFileSync(path, 'two!'); // before any poll has run
+  await until(() => seen.length > 0, 'the edit to be noticed', 5000);
+  assert.deepEqual(seen, ['two!']);
 });

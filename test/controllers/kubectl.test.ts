@@ -25,7 +25,7 @@ test('kubectl: create a CommitRequest, wait for Ready, read its columns; a missi
   await new StoreWindowSink(new WindowRecords(store), () => undefined).add(key, [configMap('app', { replicas: '3' }), configMap('db', { size: '10Gi' })]);
   await store.close();
 
-  const srv = await startServer(['--committer-name=Reverser Bot', '--committer-email=bot@reverser.example', '--log-level=info'], { dataDir });
+  const srv = await startServer(['--controllers=all', '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example', '--log-level=info'], { dataDir });
   t.after(() => srv.stop());
   const k = new Kubectl(kubectlBinary(), srv.kubeconfig);
   t.after(() => k.cleanup());

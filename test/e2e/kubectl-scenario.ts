@@ -257,15 +257,7 @@ export function kubectlScenario(version: string | undefined): void {
       assert.deepEqual(reverse.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)[0]), ['applied', 'demo', 'other']);
     });
 
-    test('87: apply --server-side is refused with the server\'s clear 415 message', async () => {
-      const r = await k.run(['apply', '--server-side', '-f', k.file('ssa.yaml', manifest('ssa'))]);
-      assert.equal(r.code, 1);
-      assert.equal(r.stdout, '');
-      assert.match(
-        r.stderr,
-        /^error: Server-side apply not available on the server: \(server-side apply \(application\/apply-patch\+yaml\) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch\)\n$/i,
-      );
-    });
+    // 87 (apply --server-side) is in kubectl-ssa-scenario.ts.
 
     test('95: delete of an object with a finalizer returns once the finalizer is removed', async () => {
       ok(await k.run(['create', '-f', k.file('fin.yaml', manifest('fin').replace('metadata:\n', 'metadata:\n  finalizers: [example.dev/keep]\n'))]), `${g}/fin created\n`);

@@ -61,7 +61,6 @@ test('v3: schema keywords survive the conversion', () => {
   });
   assert.equal(spec.properties.commit.properties.idleSeconds.maximum, 86400);
   assert.deepEqual(spec.properties.commit.default, {});
-  assert.equal(spec.properties.resources['x-kubernetes-list-type'], 'atomic');
   const conds = v3.components.schemas[GT].properties.status.properties.conditions;
   assert.equal(conds['x-kubernetes-list-type'], 'map');
   assert.deepEqual(conds['x-kubernetes-list-map-keys'], ['type']);
@@ -100,6 +99,36 @@ test('v3: every resource has collection, item, all-namespaces and status paths w
     assert.ok(v3.paths[coll].parameters.some((x: any) => x.name === 'pretty'));
     assert.deepEqual(v3.paths[coll].post.parameters.map((x: any) => x.name), ['dryRun', 'fieldManager', 'fieldValidation']);
   }
+});
+
+test('v2 and v3 publish the list types server-side apply merges by', () => {
+  const markers = (schemas: Record<string, any>) => {
+    const gt = schemas[GT].properties;
+    const meta = schemas[`${META}.ObjectMeta`].properties;
+    const pick = (s: any) => ({ type: s['x-kubernetes-list-type'], keys: s['x-kubernetes-list-map-keys'] });
+    return {
+      resources: pick(gt.spec.properties.resources),
+      namespaces: pick(gt.spec.properties.resources.items.properties.namespaces),
+      conditions: pick(gt.status.properties.conditions),
+      finalizers: pick(meta.finalizers),
+      ownerReferences: pick(meta.ownerReferences),
+      managedFields: pick(meta.managedFields),
+    };
+  };
+  const want = {
+    resources: { type: 'map', keys: ['group', 'resource'] },
+    namespaces: { type: 'set', keys: undefined },
+    conditions: { type: 'map', keys: ['type'] },
+    finalizers: { type: 'set', keys: undefined },
+    ownerReferences: { type: 'map', keys: ['uid'] },
+    managedFields: { type: undefined, keys: undefined },
+  };
+  assert.deepEqual(markers(v3.components.schemas), want);
+  assert.equal(v3.components.schemas[`${META}.ObjectMeta`].properties.ownerReferences.items['x-kubernetes-map-type'], 'atomic');
+  assert.equal(v2.definitions[`${META}.ObjectMeta`].properties.ownerReferences.items['x-kubernetes-map-type'], 'atomic');
+  assert.deepEqual(markers(v2.definitions), want);
+  // Map-list keys must be required (or defaulted) for every item to have its key.
+  assert.deepEqual(v3.components.schemas[GT].properties.spec.properties.resources.items.required, ['group', 'version', 'resource']);
 });
 
 test('v3: PATCH has fieldValidation at operation level and the three patch types, never strategic merge', () => {

@@ -119,13 +119,11 @@ describe('unsupported Content-Type → 415 UnsupportedMediaType', () => {
       status(await server.request('PATCH', `${NS}/mal`, { body: '{}', contentType: ct }), 415, 'UnsupportedMediaType', PATCH_MEDIA);
     }
   });
-  test('server-side apply is not implemented yet: a clear 415', async () => {
-    status(
-      await server.request('PATCH', `${NS}/mal?fieldManager=me`, { body: '{}', contentType: 'application/apply-patch+yaml' }),
-      415,
-      'UnsupportedMediaType',
-      'server-side apply (application/apply-patch+yaml) is not implemented yet by this server; use kubectl apply without --server-side, or a merge patch',
-    );
+  test('server-side apply: a body that is not an object, or not YAML, is 400', async () => {
+    const apply = (body: string) => server.request('PATCH', `${NS}/mal?fieldManager=me`, { body, contentType: 'application/apply-patch+yaml' });
+    status(await apply('[1, 2]'), 400, 'BadRequest', 'the apply configuration must be a YAML or JSON object');
+    status(await apply('a: [b'), 400, 'BadRequest', /^the apply configuration could not be decoded as YAML: /);
+    status(await apply(''), 400, 'BadRequest', 'the request body is empty; expected an apply configuration');
   });
   test('the content type is checked before the object is looked up', async () => {
     status(await server.request('PATCH', `${NS}/missing`, { body: '{}', contentType: 'text/plain' }), 415, 'UnsupportedMediaType', PATCH_MEDIA);

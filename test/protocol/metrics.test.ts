@@ -1,7 +1,8 @@
 // /metrics: Prometheus text with request, watch and storage metrics; not an always-allowed path.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gitTarget, ns, startServer, type StartedServer } from '../support/server.js';
+import { gitTarget, ns, startServer, watch, type StartedServer } from '../support/server.js';
+import { until } from '../support/deadline.js';
 
 let server: StartedServer;
 before(async () => {
@@ -30,6 +31,21 @@ test('/metrics counts requests by verb, resource and code, and times storage ope
   assert.ok((sample(text, 'reverser_storage_operation_duration_seconds_count', 'operation="get",resource="gittargets",result="ok"') ?? 0) >= 2);
   assert.match(text, /^# TYPE apiserver_request_duration_seconds histogram$/m);
   assert.match(text, /^# TYPE apiserver_longrunning_requests gauge$/m);
+});
+
+test('/metrics: the watch gauge counts open watch streams and drops when they close', async () => {
+  const gauge = async () => sample((await server.get('/metrics')).text, 'apiserver_longrunning_requests', 'resource="gittargets"') ?? 0;
+  assert.equal(await gauge(), 0);
+  const a = await watch(server, `${ns('m2')}?watch=true`);
+  const b = await watch(server, '/apis/configbutler.ai/v1alpha1/gittargets?watch=true');
+  try {
+    assert.equal(await gauge(), 2);
+  } finally {
+    a.close();
+    b.close();
+  }
+  // The server notices the closed connections on its own schedule: wait, with a deadline.
+  await until(async () => (await gauge()) === 0, 'the watch gauge to drop back to 0', 10_000, 50);
 });
 
 test('/metrics is not public: an anonymous request is 401', async () => {

@@ -99,6 +99,39 @@ describe('watch protocol', () => {
     }
   });
 
+  test('99: a watch whose selector drops every event still gets BOOKMARKs at the interval, carrying the current resourceVersion', async () => {
+    const rv = await listRV(ns('w99b'));
+    const w = await watch(server, `${ns('w99b')}?watch=true&allowWatchBookmarks=true&labelSelector=app%3Dnone&resourceVersion=${rv}`);
+    let stop = false;
+    let lastWrite = '0';
+    // Objects of the same resource and namespace change faster than the bookmark interval (1 s);
+    // none matches the selector.
+    const writer = (async () => {
+      await create('w99b', 'busy', { app: 'busy' });
+      for (let i = 0; !stop; i++) {
+        const r = await merge(`${ns('w99b')}/busy`, { metadata: { labels: { i: String(i) } } });
+        assert.equal(r.status, 200, r.text);
+        lastWrite = r.body.metadata.resourceVersion;
+        await new Promise((res) => setTimeout(res, 150));
+      }
+    })();
+    try {
+      const writtenBefore = Number(lastWrite);
+      const ev = await w.next(10_000);
+      assert.equal(ev.type, 'BOOKMARK', JSON.stringify(ev));
+      assert.ok(Number(ev.object.metadata.resourceVersion) > Number(rv), `bookmark ${ev.object.metadata.resourceVersion} is not past the start ${rv}`);
+      assert.ok(Number(ev.object.metadata.resourceVersion) >= writtenBefore, `bookmark ${ev.object.metadata.resourceVersion} is behind a write acknowledged before it (${writtenBefore})`);
+      // And again at the next interval, further on.
+      const again = await w.next(10_000);
+      assert.equal(again.type, 'BOOKMARK');
+      assert.ok(Number(again.object.metadata.resourceVersion) > Number(ev.object.metadata.resourceVersion));
+    } finally {
+      stop = true;
+      await writer;
+      w.close();
+    }
+  });
+
   test('100: timeoutSeconds ends the stream cleanly, without an ERROR event', async () => {
     const w = await watch(server, `${ns('w100')}?watch=true&timeoutSeconds=1`);
     await w.end();

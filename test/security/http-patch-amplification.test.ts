@@ -29,24 +29,33 @@ test('a 3.3 KB copy-amplifying JSON patch answers 413 within 1 s and /healthz st
   const body = amplifyingPatch();
   assert.ok(body.length > 3000 && body.length < 3500, `patch is ${body.length} bytes`);
 
-  for (const query of ['', '?dryRun=All']) {
-    // /healthz from another connection every 10 ms while the patch is being handled.
+  // /healthz from another connection every 10 ms: its worst latency while nothing else happens
+  // (the baseline: on a shared, loaded machine it is not zero) and while the patch is handled.
+  const pollHealthz = async (during: () => Promise<unknown>): Promise<number> => {
     let polling = true;
-    let worstHealthz = 0;
+    let worst = 0;
     const poller = (async () => {
       while (polling) {
         const r = await h2request(bystander, 'GET', '/healthz', { timeoutMs: 5_000 });
         assert.equal(r.status, 200);
-        worstHealthz = Math.max(worstHealthz, r.ms);
+        worst = Math.max(worst, r.ms);
         await new Promise((r) => setTimeout(r, 10));
       }
     })();
     await new Promise((r) => setTimeout(r, 30));
-    const r = await h2request(attacker, 'PATCH', `${path}${query}`, { body, contentType: 'application/json-patch+json', timeoutMs: 10_000 });
+    await during();
     await new Promise((r) => setTimeout(r, 30));
     polling = false;
     await poller;
-    t.diagnostic(`patch${query}: ${r.status} in ${r.ms.toFixed(0)} ms; worst /healthz ${worstHealthz.toFixed(1)} ms`);
+    return worst;
+  };
+  for (const query of ['', '?dryRun=All']) {
+    const baseline = await pollHealthz(() => new Promise((r) => setTimeout(r, 300)));
+    let r!: Awaited<ReturnType<typeof h2request>>;
+    const worstHealthz = await pollHealthz(async () => {
+      r = await h2request(attacker, 'PATCH', `${path}${query}`, { body, contentType: 'application/json-patch+json', timeoutMs: 10_000 });
+    });
+    t.diagnostic(`patch${query}: ${r.status} in ${r.ms.toFixed(0)} ms; worst /healthz ${worstHealthz.toFixed(1)} ms (baseline ${baseline.toFixed(1)} ms)`);
     assertStatus(
       { status: r.status, headers: {}, text: r.text, body: r.body },
       413,
@@ -54,7 +63,9 @@ test('a 3.3 KB copy-amplifying JSON patch answers 413 within 1 s and /healthz st
       `Request entity too large: applying the patch would make the object larger than the limit of ${LIMIT} bytes (stopped at operation 11 (copy from "/metadata" at "/metadata/annotations/c10"))`,
     );
     assert.ok(r.ms < 1000, `answered after ${r.ms} ms`);
-    assert.ok(worstHealthz < 100, `/healthz took ${worstHealthz} ms`);
+    // Under 100 ms on an idle machine; on a loaded one, the attack may add at most 100 ms to the
+    // worst latency seen without it.
+    assert.ok(worstHealthz < 100 + baseline, `/healthz took ${worstHealthz} ms (baseline ${baseline} ms)`);
   }
   // Nothing changed.
   const got = await h2request(attacker, 'GET', path);

@@ -3,11 +3,12 @@
 // kube-system/extension-apiserver-authentication. Writes a kubeconfig pointing at itself.
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueServerCert, makeCA } from './pki.js';
+import { withDeadline } from './deadline.js';
 
 export const FAKE_SA_TOKEN = 'fake-hosting-sa-token';
 
@@ -48,6 +49,13 @@ export interface FakeHostingCluster {
   onSAR: (spec: SARSpec, path: string) => { allowed: boolean; denied?: boolean; reason?: string } | ReviewAnswer;
   /** Decide a TokenReview: a user, false (not authenticated), {error} or an HTTP error/hang. Default: unauthenticated. */
   onTokenReview: (token: string) => TokenReviewUser | false | { error: string } | ReviewAnswer;
+  /**
+   * apiregistration.k8s.io/v1: undefined = not served (404, like kcp); a Map = served, holding the
+   * APIServices by name (GET, POST, PUT). `apiServicesStatus` answers every apiservices call with
+   * that HTTP error instead (e.g. 403).
+   */
+  apiServices?: Map<string, any>;
+  apiServicesStatus?: number;
   /** Replaces the ConfigMap data (undefined = the ConfigMap does not exist) and notifies watchers. */
   setConfigMap(data: Record<string, string> | undefined): void;
   sars(): RecordedCall[];
@@ -101,8 +109,11 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
     async close() {
       for (const r of [...hanging, ...watchers]) r.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      // Stop listening first, then end every socket, including one still in its TLS handshake
+      // (a client reconnecting its watch), which closeAllConnections() does not know about.
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      for (const s of sockets) s.destroy();
+      await withDeadline(closed, 'the fake hosting cluster to close', 10_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -138,6 +149,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       send(res, 201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
       return;
     }
+    if (fake.apiServices && url.pathname.startsWith('/apis/apiregistration.k8s.io/v1')) return apiRegistration(req, res, url.pathname, body);
     if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication') {
       if (cmData === undefined) {
         send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'configmaps "extension-apiserver-authentication" not found' });
@@ -156,10 +168,46 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `no route ${req.method} ${url.pathname}` });
   };
 
+  const apiRegistration = (req: IncomingMessage, res: ServerResponse, path: string, body: any): void => {
+    const store = fake.apiServices!;
+    const base = '/apis/apiregistration.k8s.io/v1';
+    if (path === base && req.method === 'GET') {
+      send(res, 200, { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'apiregistration.k8s.io/v1',
+        resources: [{ name: 'apiservices', singularName: 'apiservice', namespaced: false, kind: 'APIService', verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'] }] });
+      return;
+    }
+    if (fake.apiServicesStatus) {
+      const code = fake.apiServicesStatus;
+      send(res, code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason: code === 403 ? 'Forbidden' : 'InternalError',
+        message: `apiservices.apiregistration.k8s.io is forbidden: User "system:serviceaccount:reverser-system:reverser-apiserver" cannot ${req.method === 'GET' ? 'get' : 'create'} resource "apiservices"` });
+      return;
+    }
+    const name = path.startsWith(`${base}/apiservices/`) ? decodeURIComponent(path.slice(`${base}/apiservices/`.length)) : undefined;
+    const notFound = () => send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `apiservices.apiregistration.k8s.io "${name}" not found` });
+    if (req.method === 'GET' && name) return store.has(name) ? send(res, 200, store.get(name)) : notFound();
+    if (req.method === 'POST' && path === `${base}/apiservices`) {
+      const obj = { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
+      store.set(obj.metadata.name, obj);
+      return send(res, 201, obj);
+    }
+    if (req.method === 'PUT' && name) {
+      if (!store.has(name)) return notFound();
+      const obj = { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
+      store.set(name, obj);
+      return send(res, 200, obj);
+    }
+    send(res, 405, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 405, reason: 'MethodNotAllowed', message: 'not supported by the fake' });
+  };
+
   const server = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const port = (server.address() as AddressInfo).port;

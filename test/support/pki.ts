@@ -24,6 +24,10 @@ interface IssueOpts {
   notBeforeDays?: number;
   notAfterDays?: number;
   isCA?: boolean;
+  /** For isCA: the basicConstraints CA flag (default true), its pathLenConstraint, keyCertSign (default true). */
+  caFlag?: boolean;
+  pathLen?: number;
+  keyCertSign?: boolean;
 }
 
 function newKeys(): { pub: forge.pki.rsa.PublicKey; priv: forge.pki.rsa.PrivateKey; keyPem: string } {
@@ -47,8 +51,10 @@ function build(subjectKey: forge.pki.rsa.PublicKey, o: IssueOpts, issuer: CA | u
   cert.setIssuer(issuer ? issuer.cert.subject.attributes : attrs);
   const exts: unknown[] = [];
   if (o.isCA) {
-    exts.push({ name: 'basicConstraints', cA: true, critical: true });
-    exts.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true });
+    const bc: Record<string, unknown> = { name: 'basicConstraints', cA: o.caFlag ?? true, critical: true };
+    if (o.pathLen !== undefined) bc.pathLenConstraint = o.pathLen;
+    exts.push(bc);
+    exts.push({ name: 'keyUsage', keyCertSign: o.keyCertSign ?? true, cRLSign: true, digitalSignature: true, critical: true });
   } else {
     exts.push({ name: 'basicConstraints', cA: false });
     exts.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true });
@@ -76,10 +82,10 @@ export function makeCA(cn: string, opts: Partial<IssueOpts> = {}): CA {
   return { cert, key: k.priv, certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
 }
 
-/** An intermediate CA signed by `parent`. */
-export function makeIntermediate(parent: CA, cn: string): CA {
+/** An intermediate CA signed by `parent` (`opts` make defective ones for verification tests). */
+export function makeIntermediate(parent: CA, cn: string, opts: Partial<IssueOpts> = {}): CA {
   const k = newKeys();
-  const cert = build(k.pub, { cn, isCA: true, notAfterDays: 3650, eku: null }, parent, parent.key);
+  const cert = build(k.pub, { cn, isCA: true, notAfterDays: 3650, eku: null, ...opts }, parent, parent.key);
   return { cert, key: k.priv, certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
 }
 

@@ -1,12 +1,11 @@
 // GET of one object and LIST of a collection (with selectors, pagination and the Table and
 // PartialObjectMetadata representations).
 import * as status from '../../api/status.js';
-import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
+import type { KubeObject } from '../../storage/types.js';
 import { negotiate } from '../negotiation.js';
 import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
 import { encodeContinue, matches, parseListOptions, type ListOptions } from '../list-options.js';
-import { objectMapKey } from '../../storage/keys.js';
 import type { HandlerContext } from './context.js';
 import { requestContext } from './context.js';
 import { serveWatch } from './watch.js';
@@ -23,22 +22,13 @@ export async function handleGet(h: HandlerContext): Promise<void> {
   else send(h.reply, 200, obj, output);
 }
 
-/**
- * The store's own map key of a listed object: lists are sorted by it, so continue tokens carry it.
- * Objects outside the default cluster carry their logical cluster in `kcp.io/cluster`.
- */
-function listKey(o: KubeObject): string {
-  const m = o.metadata;
-  return objectMapKey({ cluster: m.annotations?.['kcp.io/cluster'] ?? DEFAULT_CLUSTER, namespace: m.namespace ?? '', name: m.name ?? '' });
-}
-
-/** Index of the first item whose key sorts after `start` (items are sorted by key). */
-function firstAfter(items: KubeObject[], start: string): number {
+/** Index of the first item whose store key sorts after `start` (keys are sorted). */
+function firstAfter(keys: string[], start: string): number {
   let lo = 0;
-  let hi = items.length;
+  let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (listKey(items[mid]!) <= start) lo = mid + 1;
+    if (keys[mid]! <= start) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -51,17 +41,19 @@ export async function handleList(h: HandlerContext): Promise<void> {
   const include = output === 'table' ? parseIncludeObject(h.query.get('includeObject')) : 'Metadata';
   const def = h.registry.def;
   const cluster = h.info.cluster === '*' ? undefined : h.info.cluster;
-  const { items, listRV } = await listItems(h, opts, cluster);
+  const { items, keys, listRV } = await listItems(h, opts, cluster);
   let page = items;
   let cont: string | undefined;
   let remaining: number | undefined;
   let start = 0;
-  if (opts.continueToken) start = firstAfter(items, opts.continueToken.start);
+  // Pages resume after the store's key of the last item served: where the object is stored
+  // decides its place, never a field a client can write.
+  if (opts.continueToken) start = firstAfter(keys, opts.continueToken.start);
   if (opts.limit > 0 && items.length - start > opts.limit) {
     page = items.slice(start, start + opts.limit);
     cont = encodeContinue({
       rv: opts.continueToken?.rv ?? listRV,
-      start: listKey(page[page.length - 1]!),
+      start: keys[start + opts.limit - 1]!,
     });
     remaining = items.length - start - opts.limit;
   } else if (start > 0) page = items.slice(start);
@@ -79,7 +71,11 @@ export async function handleList(h: HandlerContext): Promise<void> {
 }
 
 /** Reads the collection honouring resourceVersion semantics, then filters by selectors. */
-export async function listItems(h: HandlerContext, opts: ListOptions, cluster: string | undefined): Promise<{ items: KubeObject[]; listRV: number }> {
+export async function listItems(
+  h: HandlerContext,
+  opts: ListOptions,
+  cluster: string | undefined,
+): Promise<{ items: KubeObject[]; keys: string[]; listRV: number }> {
   const rv = opts.resourceVersion;
   const consistency = rv === '0' && !opts.continueToken ? 'any' : 'consistent';
   let res;
@@ -92,13 +88,19 @@ export async function listItems(h: HandlerContext, opts: ListOptions, cluster: s
   }
   if (rv && rv !== '0') {
     const want = Number(rv);
-    if (opts.resourceVersionMatch === 'Exact' && want !== res.resourceVersion) {
-      if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
-      throw status.gone(`too old resource version: ${want} (${res.resourceVersion}); exact reads are served at the latest resourceVersion only`);
-    }
     if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+    // Exact at a past RV: the collection as it was then, rebuilt from the retained history (the
+    // watch cache keeps it); older than the history is 410 Expired, as kube-apiserver answers.
+    if (opts.resourceVersionMatch === 'Exact' && want < res.resourceVersion) res = await h.registry.list(cluster, h.info.namespace, 'consistent', want);
   }
   const def = h.registry.def;
-  const filtered = opts.labelSelector.empty && opts.fieldSelector.empty ? res.items : res.items.filter((o) => matches(def, opts, o));
-  return { items: filtered, listRV: res.resourceVersion };
+  if (opts.labelSelector.empty && opts.fieldSelector.empty) return { items: res.items, keys: res.keys, listRV: res.resourceVersion };
+  const items: KubeObject[] = [];
+  const keys: string[] = [];
+  res.items.forEach((o, i) => {
+    if (!matches(def, opts, o)) return;
+    items.push(o);
+    keys.push(res.keys[i]!);
+  });
+  return { items, keys, listRV: res.resourceVersion };
 }

@@ -11,6 +11,12 @@ import type { HandlerContext } from './context.js';
 import { listItems } from './read.js';
 import { jsonOf } from '../respond.js';
 
+/**
+ * How often an idle watch (nothing sent for this long) gets a BOOKMARK, whatever its selector drops;
+ * the store's progress ticker runs at the same interval.
+ */
+export const BOOKMARK_INTERVAL_MS = 1000;
+
 /** Bytes a watch may have queued for a client that does not read before the server ends it. */
 export const MAX_UNFLUSHED_BYTES = 32 * 1024 * 1024;
 
@@ -42,7 +48,13 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   raw.flushHeaders();
 
   let closed = false;
+  // lastRV: every event up to it was seen (delivered or dropped by the selector). sentRV and sentAt:
+  // what the client last got (event or bookmark) and when; a bookmark is due when the client has
+  // heard nothing for an interval while lastRV moved past sentRV.
   let lastRV = fromRV;
+  let sentRV = fromRV;
+  let sentAt = Date.now();
+  let bookmarks: NodeJS.Timeout | undefined;
   let sentColumns = false;
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -76,12 +88,19 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     h.state.metrics.watches.dec({ resource: def.plural });
     handle?.stop();
     if (timer) clearTimeout(timer);
+    if (bookmarks) clearInterval(bookmarks);
     raw.end();
   };
   const bookmark = (rvNow: number, initialEnd = false) => {
     const metadata: Record<string, unknown> = { resourceVersion: String(rvNow) };
     if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
     write(encode('BOOKMARK', { kind: def.kind, apiVersion: h.registry.apiVersion, metadata }));
+    sentRV = rvNow;
+    sentAt = Date.now();
+  };
+  const bookmarkIfDue = () => {
+    if (closed || !opts.allowWatchBookmarks || lastRV <= sentRV || Date.now() - sentAt < BOOKMARK_INTERVAL_MS) return;
+    bookmark(lastRV);
   };
   raw.on('drain', () => (unflushed = 0));
   raw.on('close', finish);
@@ -115,6 +134,8 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     else if (ev.type === 'MODIFIED' && !now && before) type = 'DELETED';
     else if (!now && !(ev.type === 'DELETED' && before)) return;
     write(encode(type, ev.object));
+    sentRV = ev.rv;
+    sentAt = Date.now();
   };
   try {
     handle = await h.state.store.watch(
@@ -123,10 +144,8 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
       {
         onEvent,
         onProgress: (p) => {
-          if (opts.allowWatchBookmarks && p > lastRV && !closed) {
-            lastRV = p;
-            bookmark(p);
-          }
+          if (p > lastRV) lastRV = p;
+          bookmarkIfDue();
         },
         onClose: (reason) => {
           write(encode('ERROR', statusFor(reason)));
@@ -137,15 +156,38 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   } catch (e) {
     // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
     // what the watch cache does, and what client-go turns into a re-list.
-    const s = e instanceof StorageError ? statusFor(e) : status.internalError((e as Error).message).status;
+    let s: status.Status;
+    if (e instanceof StorageError) s = statusFor(e);
+    else {
+      h.state.log.error('watch failed to start', { resource: def.plural, error: String((e as Error)?.stack ?? e) });
+      s = status.internalError('the watch could not be started; the server logged why').status;
+    }
     write(encode('ERROR', s));
     finish();
     return;
   }
   if (closed) handle.stop();
-  const timeoutSeconds = opts.timeoutSeconds ?? h.state.minRequestTimeoutSeconds * (1 + Math.random());
-  timer = setTimeout(finish, timeoutSeconds * 1000);
+  // The store's progress notifications stop while it delivers events, including those the selector
+  // drops here; this timer keeps bookmarks coming for such a watch.
+  if (opts.allowWatchBookmarks && !closed) {
+    bookmarks = setInterval(bookmarkIfDue, BOOKMARK_INTERVAL_MS / 2);
+    bookmarks.unref();
+  }
+  timer = setTimeout(finish, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
   void h.state.shuttingDown.then(finish);
+}
+
+/** Node timers hold at most 2^31-1 ms; a longer delay fires at once (with a warning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * How long a watch lasts: timeoutSeconds when given and non-zero (0 means "the server's default",
+ * as in kube-apiserver), else minRequestTimeout randomised up to twice that; clamped to what a
+ * timer can hold, so 2147484 s and above do not overflow into an immediate end.
+ */
+export function watchTimeoutMs(timeoutSeconds: number | undefined, minRequestTimeoutSeconds: number): number {
+  const seconds = timeoutSeconds ? timeoutSeconds : minRequestTimeoutSeconds * (1 + Math.random());
+  return Math.min(seconds * 1000, MAX_TIMER_MS);
 }
 
 // One event reaches every watcher of its resource: encode its JSON line once per event type and

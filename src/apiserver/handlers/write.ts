@@ -2,7 +2,7 @@
 import * as status from '../../api/status.js';
 import type { DeleteOptions } from '../../registry/registry.js';
 import type { KubeObject } from '../../storage/types.js';
-import { decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
+import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiate } from '../negotiation.js';
 import { send } from '../respond.js';
 import { partialObjectMetadata } from '../representation.js';
@@ -37,7 +37,13 @@ export async function handleUpdate(h: HandlerContext): Promise<void> {
 export async function handlePatch(h: HandlerContext): Promise<void> {
   // The content type is checked before anything else, as kube-apiserver does.
   const kind = patchKind(h.req.headers['content-type']);
-  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent']);
+  const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent'], kind === 'apply');
+  if (kind === 'apply') {
+    const config = decodeApplyPatch(h.req.body, opts.fieldValidation);
+    const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config.value, opts, h.info.subresource);
+    respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
+    return;
+  }
   const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes);
   const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
   respondObject(h, 200, object, [...patch.warnings, ...warnings]);

@@ -2,6 +2,7 @@
 // (v3.ts) and Swagger 2.0 (v2.ts). Layout and operationIds follow what kube-apiserver publishes for a
 // CRD, so tools keyed on them (kubectl explain, field-validation and patch-type detection) behave the same.
 import type { ResourceDefinition } from '../../api/resources.js';
+import { PATCH_MEDIA_TYPES } from '../../api/status.js';
 import { DELETE_OPTIONS, PATCH, STATUS } from './meta.js';
 import { definitionName } from './schema.js';
 
@@ -34,9 +35,10 @@ export interface PathItem {
   operations: Operation[];
 }
 
-// Strategic merge patch is deliberately absent: advertising it makes client-side `kubectl apply`
-// send one, which this server answers with 415 (as CRDs do).
-export const PATCH_CONTENT_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];
+// Exactly the patch types the server accepts, from the list its 415 message names. Strategic merge
+// patch is deliberately absent: advertising it makes client-side `kubectl apply` send one, which
+// this server answers with 415 (as CRDs do).
+export const PATCH_CONTENT_TYPES = PATCH_MEDIA_TYPES;
 export const BODY_CONTENT_TYPES = ['application/json', 'application/yaml'];
 export const RESPONSE_CONTENT_TYPES = ['application/json', 'application/yaml'];
 export const WATCH_CONTENT_TYPES = ['application/json;stream=watch'];

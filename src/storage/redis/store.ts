@@ -19,9 +19,10 @@ import {
   type WatchHandle,
   type WatchOptions,
 } from '../types.js';
-import { WatchCache, listAt, type ResourceCache } from '../watch-cache.js';
+import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
 import { leaseScript, writeScript } from './scripts.js';
+import { RedisHealth } from './health.js';
 
 export interface RedisStoreOptions {
   url?: string;
@@ -37,6 +38,8 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** How long createRedisStore waits for the first connection (default 5000 ms). */
   connectWaitMs?: number;
+  /** Where the loss and the recovery of the Redis connection are reported (once each, at warn). */
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
 const BLOCK_MS = 5000;
@@ -76,6 +79,7 @@ class RedisStore implements Store {
   private maxRV = 0;
   private closed = false;
   private readonly timer: NodeJS.Timeout;
+  private readonly health: RedisHealth;
 
   constructor(private readonly opts: RedisStoreOptions) {
     const timeout = opts.commandTimeoutMs ?? 3000;
@@ -102,6 +106,10 @@ class RedisStore implements Store {
       this.sub = opts.url ? new Redis(opts.url, subOpts) : new Redis(subOpts);
     }
     for (const c of [this.cmd, this.sub]) c.on('error', (err: Error) => (this.lastError = err.message));
+    this.health = new RedisHealth(timeout, opts.log, () => !this.closed && this.cmd.status === 'ready', () => this.lastError);
+    this.cmd.on('error', (err: Error) => !this.closed && this.health.lost(err.message));
+    this.cmd.on('close', () => !this.closed && this.health.lost(this.lastError ?? 'connection closed'));
+    this.cmd.on('ready', () => this.health.recovered());
     this.sub.on('ready', () => {
       if (this.sub instanceof Redis) this.sub.client('ID').then((id) => (this.subId = Number(id)), () => {});
     });
@@ -282,9 +290,9 @@ class RedisStore implements Store {
         this.blocked = false;
         if (this.closed) return;
         if (!this.followerError) {
-          this.followerError = (err as Error).message;
+          this.followerError = this.health.describe(err as Error);
           // Watches end cleanly; clients re-list (and get 503 until Redis is back).
-          this.cache.closeAll(new StorageError('Unavailable', `redis unavailable: ${this.followerError}`));
+          this.cache.closeAll(new StorageError('Unavailable', this.followerError));
         }
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 250);
@@ -307,23 +315,33 @@ class RedisStore implements Store {
   }
 
   private unavailable(err: unknown): StorageError {
-    if (err instanceof StorageError) return err;
-    return new StorageError('Unavailable', `redis unavailable: ${(err as Error).message}`);
+    return this.health.unavailable(err);
+  }
+
+  private bounded<T>(op: () => Promise<T>): Promise<T> {
+    return this.health.bounded(op);
   }
 
   // ---- Store ------------------------------------------------------------------------------
 
-  async get(res: ResourceRef, key: ObjectKey, opts?: { consistency?: 'consistent' | 'any' }): Promise<KubeObject | undefined> {
+  get(res: ResourceRef, key: ObjectKey, opts?: { consistency?: 'consistent' | 'any' }): Promise<KubeObject | undefined> {
+    return this.bounded(() => this.getNow(res, key, opts));
+  }
+
+  private async getNow(res: ResourceRef, key: ObjectKey, opts?: { consistency?: 'consistent' | 'any' }): Promise<KubeObject | undefined> {
     const st = await this.state(res);
     if (opts?.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
     return st.rc.get(key);
   }
 
-  async list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
+  list(res: ResourceRef, opts: ListOptions = {}): Promise<ListResult> {
+    return this.bounded(() => this.listNow(res, opts));
+  }
+
+  private async listNow(res: ResourceRef, opts: ListOptions): Promise<ListResult> {
     const st = await this.state(res);
     if (opts.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
-    if (opts.atRV !== undefined) return { items: listAt(st.rc, opts), resourceVersion: opts.atRV };
-    return { items: st.rc.list(opts.cluster, opts.namespace), resourceVersion: st.rc.syncedRV };
+    return { ...listFromCache(st.rc, opts, st.rc.syncedRV), resourceVersion: opts.atRV ?? st.rc.syncedRV };
   }
 
   create(res: ResourceRef, key: ObjectKey, obj: KubeObject): Promise<KubeObject> {
@@ -338,7 +356,11 @@ class RedisStore implements Store {
     return this.write(res, key, 'delete', undefined, expectedRV);
   }
 
-  private async write(res: ResourceRef, key: ObjectKey, op: string, obj?: KubeObject, expectedRV?: number): Promise<KubeObject> {
+  private write(res: ResourceRef, key: ObjectKey, op: string, obj?: KubeObject, expectedRV?: number): Promise<KubeObject> {
+    return this.bounded(() => this.writeNow(res, key, op, obj, expectedRV));
+  }
+
+  private async writeNow(res: ResourceRef, key: ObjectKey, op: string, obj?: KubeObject, expectedRV?: number): Promise<KubeObject> {
     if (this.closed) throw new StorageError('Unavailable', 'store is closed');
     const [head, tail] = obj ? encodeForWrite(obj) : ['', ''];
     const keys = [this.keys.rv(), this.keys.objects(key.cluster, res), this.keys.log(res), this.keys.clusters(res)];

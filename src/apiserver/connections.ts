@@ -1,0 +1,121 @@
+// Connection hygiene before authentication: anyone who can reach the port can open connections,
+// so none may hold a file descriptor without doing work. TLS handshakes are bounded
+// (--tls-handshake-timeout); an HTTP/2 session with no open stream, an HTTP/1.1 connection with
+// no request in progress, and a request whose body never finishes are closed after
+// --idle-connection-timeout (kube-apiserver closes idle HTTP/2 connections after 90 s); streams per
+// HTTP/2 session are capped (--http2-max-streams-per-connection). Long-running requests (watches)
+// are not idle: their connections stay open however quiet they are.
+import type { Http2SecureServer, Http2Session, ServerHttp2Stream } from 'node:http2';
+import { constants } from 'node:http2';
+import type { Socket } from 'node:net';
+import type { Logger } from '../metrics/logger.js';
+import * as status from '../api/status.js';
+
+export interface ConnectionLimits {
+  /** Idle HTTP/2 sessions and HTTP/1.1 connections are closed after this long (ms). */
+  idleTimeoutMs: number;
+  /** A TLS handshake must complete within this long (ms). */
+  handshakeTimeoutMs: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS announced to (and enforced on) HTTP/2 clients. */
+  maxStreamsPerConnection: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  idleTimeoutMs: 90_000,
+  handshakeTimeoutMs: 10_000,
+  maxStreamsPerConnection: 1000,
+};
+
+/** Options merged into the TLS/HTTP2 server's options. */
+export function connectionServerOptions(limits: ConnectionLimits): Record<string, unknown> {
+  return {
+    handshakeTimeout: limits.handshakeTimeoutMs,
+    // nghttp2 refuses streams beyond the announced limit (RST_STREAM REFUSED_STREAM). Memory per
+    // session is bounded by Node's maxSessionMemory (10 MB by default).
+    settings: { maxConcurrentStreams: limits.maxStreamsPerConnection },
+  };
+}
+
+const openStreams = new WeakMap<Http2Session, number>();
+
+/** Closes a session at once: GOAWAY, then the socket, without waiting for a peer that does not read. */
+function closeSession(session: Http2Session): void {
+  if (session.destroyed) return;
+  session.close();
+  // A peer that never reads keeps a graceful close pending; the socket must go regardless.
+  setTimeout(() => session.destroy(), 1000).unref();
+}
+
+export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger): void {
+  const idle = limits.idleTimeoutMs;
+  let closedIdle = 0;
+  server.on('session', (session: Http2Session) => {
+    openStreams.set(session, 0);
+    // `on`, not setTimeout's callback (a `once`): a session found busy is checked again next time.
+    session.setTimeout(idle);
+    session.on('timeout', () => {
+      // Only a session without streams is idle; a quiet watch is not.
+      if ((openStreams.get(session) ?? 0) === 0) {
+        closedIdle++;
+        closeSession(session);
+      }
+    });
+    session.on('stream', (stream: ServerHttp2Stream) => {
+      openStreams.set(session, (openStreams.get(session) ?? 0) + 1);
+      stream.once('close', () => openStreams.set(session, Math.max(0, (openStreams.get(session) ?? 1) - 1)));
+      // A request whose body never completes is reset; once the request is in, the stream
+      // (a watch, say) may be as quiet as it likes.
+      stream.setTimeout(idle);
+      stream.on('timeout', () => {
+        if (!requestReceived(stream) && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+      });
+    });
+  });
+  // HTTP/1.1 connections (the allowHTTP1 fallback): the socket times out after `idle` without
+  // traffic. Destroy it unless a response is in progress (a watch over HTTP/1.1).
+  server.setTimeout(idle);
+  server.on('timeout', (target: Socket | Http2Session) => {
+    if (isSession(target)) return; // handled by the session's own timeout above
+    const busy = (target as unknown as { _httpMessage?: unknown })._httpMessage;
+    if (!busy) {
+      closedIdle++;
+      target.destroy();
+    }
+  });
+  // Handshakes that time out or fail are the client's problem; count them, never log each.
+  let handshakeFailures = 0;
+  server.on('tlsClientError', () => handshakeFailures++);
+  const report = setInterval(() => {
+    if (closedIdle > 0 || handshakeFailures > 0) {
+      log.debug('closed idle connections', { idle: closedIdle, tlsHandshakeFailures: handshakeFailures });
+      closedIdle = 0;
+      handshakeFailures = 0;
+    }
+  }, 60_000);
+  report.unref();
+  server.once('close', () => clearInterval(report));
+}
+
+/** The client has sent the whole request (END_STREAM seen), whether or not a handler read it. */
+function requestReceived(stream: ServerHttp2Stream): boolean {
+  return stream.endAfterHeaders || stream.readableEnded || (stream as unknown as { _readableState?: { ended?: boolean } })._readableState?.ended === true;
+}
+
+function isSession(x: unknown): x is Http2Session {
+  return typeof (x as Http2Session).goaway === 'function';
+}
+
+/**
+ * fastify's clientErrorHandler: HTTP/1.1 requests the parser refuses (headers too large, garbage,
+ * too slow) get a metav1.Status body like every other error, then the connection is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(status.malformedHTTP(code).status);
+  const reason = code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}

@@ -1,0 +1,293 @@
+// Operations on objects under a shape, after structured-merge-diff's typed package: the field set
+// a value occupies, the difference between two values, the merge of an applied configuration into
+// a live object, and the removal of a set of fields. Lists merge by x-kubernetes-list-type: atomic
+// lists are one value; `set` items are identified by their value, `map` items by their key fields.
+import { deepEqual } from '../metadata.js';
+import { FieldSet } from './fieldset.js';
+import { type Path, type PathElement, field, keyElement, pathString, serialize } from './path.js';
+import { type Shape, fieldShape, isNamedField, isPlainObject, resolve } from './schema.js';
+
+/** A value the merge cannot place (an item without its keys, a duplicate key): a 422 for the client. */
+export class ApplyValueError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: 'Invalid' | 'Duplicate',
+    message: string,
+    readonly value?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+type ListShape = Extract<Shape, { kind: 'list' }>;
+
+/** How a list item is named: by its key fields (map lists) or by its value (set lists). */
+export function itemElement(list: ListShape, item: unknown, path: Path, index: number): PathElement {
+  const where = `${pathString(path)}[${index}]`;
+  if (list.listType === 'map') {
+    if (!isPlainObject(item)) throw new ApplyValueError(where, 'Invalid', 'associative list with keys may not have non-map elements', item);
+    const fields: Array<[string, unknown]> = [];
+    for (const k of list.keys) if (item[k] !== undefined) fields.push([k, item[k]]);
+    if (list.keys.length > 0 && fields.length === 0) {
+      throw new ApplyValueError(where, 'Invalid', `associative list with keys has an element that omits all key fields ${JSON.stringify(list.keys)}`, item);
+    }
+    return keyElement(fields);
+  }
+  if (item === null || typeof item === 'object') {
+    throw new ApplyValueError(where, 'Invalid', 'associative list without keys may only hold scalar values', item);
+  }
+  return { kind: 'v', value: item };
+}
+
+function isEmptyContainer(v: unknown): boolean {
+  return v === undefined || v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The field set of a value (ToFieldSet).
+
+export function toFieldSet(value: unknown, shape: Shape): FieldSet {
+  const set = new FieldSet();
+  walkFields(value, shape, [], set);
+  return set;
+}
+
+function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
+  const s = resolve(shape, v);
+  if (s.kind === 'list') {
+    if (s.listType === 'atomic' || !Array.isArray(v)) return set.insert(path);
+    const seen = new Map<string, number>();
+    const pes = v.map((item, i) => itemElement(s, item, path, i));
+    for (const pe of pes) seen.set(serialize(pe), (seen.get(serialize(pe)) ?? 0) + 1);
+    v.forEach((item, i) => {
+      const pe = pes[i]!;
+      const p = [...path, pe];
+      // A duplicated item is owned as a whole: its parts cannot be told apart.
+      if (seen.get(serialize(pe))! > 1) return set.insert(p);
+      walkFields(item, s.elem, p, set);
+      set.insert(p);
+    });
+    return;
+  }
+  if (s.kind === 'map') {
+    if (s.atomic || !isPlainObject(v)) return set.insert(path);
+    for (const [k, child] of Object.entries(v)) {
+      if (child === undefined) continue;
+      const p = [...path, field(k)];
+      walkFields(child, fieldShape(s, k), p, set);
+      // Struct fields are owned through their leaves; map entries and empty values are owned themselves.
+      if (child === null || (isPlainObject(child) && Object.keys(child).length === 0) || !isNamedField(s, k)) set.insert(p);
+    }
+    return;
+  }
+  set.insert(path);
+}
+
+/** Adds the declared (struct) fields on the way to every member as members, so removing them removes whole subtrees. */
+export function ensureNamedFieldsAreMembers(set: FieldSet, shape: Shape): FieldSet {
+  const out = new FieldSet();
+  for (const [k, pe] of set.members) out.members.set(k, pe);
+  for (const [k, c] of set.children) {
+    let childShape: Shape = { kind: 'deduced' };
+    if (c.pe.kind === 'f' && shape.kind === 'map') {
+      childShape = fieldShape(shape, c.pe.name);
+      if (isNamedField(shape, c.pe.name)) out.members.set(k, c.pe);
+    } else if (c.pe.kind === 'k' && shape.kind === 'list') childShape = shape.elem;
+    out.children.set(k, { pe: c.pe, set: ensureNamedFieldsAreMembers(c.set, childShape) });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison (Compare): which fields were added, modified or removed from lhs to rhs.
+
+export interface Comparison {
+  added: FieldSet;
+  modified: FieldSet;
+  removed: FieldSet;
+}
+
+export function compare(lhs: unknown, rhs: unknown, shape: Shape): Comparison {
+  const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
+  compareAt(lhs, rhs, shape, [], c);
+  return c;
+}
+
+function leaf(lhs: unknown, rhs: unknown, path: Path, c: Comparison): void {
+  if (lhs === undefined) c.added.insert(path);
+  else if (rhs === undefined) c.removed.insert(path);
+  else if (!deepEqual(lhs, rhs)) c.modified.insert(path);
+}
+
+function compareAt(lhs: unknown, rhs: unknown, shape: Shape, path: Path, c: Comparison): void {
+  const ls = resolve(shape, lhs);
+  const rs = resolve(shape, rhs);
+  const s = lhs === undefined ? rs : ls;
+  if (lhs !== undefined && rhs !== undefined && ls.kind !== rs.kind) return leaf(lhs, rhs, path, c);
+  const bothEmpty = isEmptyContainer(lhs) && isEmptyContainer(rhs);
+  if (s.kind === 'scalar' || s.kind === 'deduced' || bothEmpty || (s.kind === 'list' && s.listType === 'atomic') || (s.kind === 'map' && s.atomic)) {
+    return leaf(lhs, rhs, path, c);
+  }
+  if (s.kind === 'list') compareListItems(lhs as unknown[] | undefined, rhs as unknown[] | undefined, s, path, c);
+  else {
+    const l = (lhs ?? {}) as Record<string, unknown>;
+    const r = (rhs ?? {}) as Record<string, unknown>;
+    for (const k of new Set([...Object.keys(l), ...Object.keys(r)])) {
+      if (l[k] === undefined && r[k] === undefined) continue;
+      compareAt(l[k], r[k], fieldShape(s, k), [...path, field(k)], c);
+    }
+  }
+  if (lhs === undefined) c.added.insert(path);
+  else if (rhs === undefined) c.removed.insert(path);
+}
+
+function compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined, s: ListShape, path: Path, c: Comparison): void {
+  const order: PathElement[] = [];
+  const index = (items: unknown[] | undefined) => {
+    const m = new Map<string, unknown[]>();
+    (items ?? []).forEach((item, i) => {
+      const pe = itemElement(s, item, path, i);
+      const k = serialize(pe);
+      if (!m.has(k)) {
+        m.set(k, []);
+        if (!order.some((o) => serialize(o) === k)) order.push(pe);
+      }
+      m.get(k)!.push(item);
+    });
+    return m;
+  };
+  const l = index(lhs);
+  const r = index(rhs);
+  for (const pe of order) {
+    const k = serialize(pe);
+    const ll = l.get(k) ?? [];
+    const rl = r.get(k) ?? [];
+    const p = [...path, pe];
+    if (ll.length <= 1 && rl.length <= 1) compareAt(ll[0], rl[0], s.elem, p, c);
+    else if (ll.length >= 2 && rl.length >= 2) {
+      if (!deepEqual(ll, rl)) c.modified.insert(p);
+    } else if (ll.length >= 2) {
+      if (rl.length) compareAt(undefined, rl[0], s.elem, p, c);
+      c.removed.insert(p);
+    } else {
+      if (ll.length) compareAt(ll[0], undefined, s.elem, p, c);
+      c.added.insert(p);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merge (Merge): the applied configuration (rhs) laid over the live object (lhs).
+
+export function merge(lhs: unknown, rhs: unknown, shape: Shape, path: Path = []): unknown {
+  if (rhs === undefined) return lhs;
+  if (lhs === undefined) return rhs;
+  const ls = resolve(shape, lhs);
+  const rs = resolve(shape, rhs);
+  if (ls.kind !== rs.kind || rs.kind === 'scalar' || rs.kind === 'deduced') return rhs;
+  if (isEmptyContainer(lhs) && isEmptyContainer(rhs)) return rhs;
+  if (rs.kind === 'list') return rs.listType === 'atomic' ? rhs : mergeListItems(lhs as unknown[], rhs as unknown[], rs, path);
+  if (rs.atomic) return rhs;
+  const l = lhs as Record<string, unknown>;
+  const r = rhs as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of new Set([...Object.keys(l), ...Object.keys(r)])) {
+    const v = merge(l[k], r[k], fieldShape(rs, k), [...path, field(k)]);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * The ordered union of two associative lists, as upstream orders it: items of the applied list in
+ * its order, live-only items kept where they were relative to the shared ones.
+ */
+function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path): unknown[] {
+  const rPEs = rhs.map((item, i) => itemElement(s, item, path, i));
+  const rObserved = new Map<string, unknown>();
+  rPEs.forEach((pe, i) => {
+    const k = serialize(pe);
+    if (rObserved.has(k)) throw new ApplyValueError(`${pathString(path)}[${i}]`, 'Duplicate', `duplicate entries for key ${pathString([pe])}`, rhs[i]);
+    rObserved.set(k, rhs[i]);
+  });
+  const lKeys = lhs.map((item, i) => serialize(itemElement(s, item, path, i)));
+  const lObserved = new Map<string, unknown>();
+  lKeys.forEach((k, i) => lObserved.set(k, lObserved.has(k) ? null : lhs[i]));
+  const rKeys = rPEs.map(serialize);
+  const shared = rKeys.filter((k) => lObserved.has(k));
+  let nextShared = shared.shift();
+  const merged = new Set<string>();
+  const out: unknown[] = [];
+  const item = (k: string, l: unknown, r: unknown) => {
+    const v = merge(l ?? undefined, r, s.elem, [...path, rPEs[rKeys.indexOf(k)] ?? { kind: 'v', value: null }]);
+    if (v !== undefined) out.push(v);
+  };
+  let li = 0;
+  let ri = 0;
+  while (li < lKeys.length || ri < rKeys.length) {
+    if (li < lKeys.length && ri < rKeys.length) {
+      const k = lKeys[li]!;
+      if (k === rKeys[ri]) {
+        merged.add(k);
+        item(k, lObserved.get(k), rObserved.get(k));
+        li++;
+        ri++;
+        nextShared = shared.shift();
+        continue;
+      }
+      if (rObserved.has(k) && nextShared !== undefined && nextShared !== k) {
+        li++;
+        continue;
+      }
+    }
+    if (li < lKeys.length) {
+      const k = lKeys[li]!;
+      if (!rObserved.has(k)) {
+        out.push(lhs[li]);
+        li++;
+        continue;
+      } else if (merged.has(k)) li++;
+    }
+    if (ri < rKeys.length) {
+      const k = rKeys[ri]!;
+      merged.add(k);
+      item(k, lObserved.get(k), rObserved.get(k));
+      ri++;
+      if (nextShared === k) nextShared = shared.shift();
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Removal (RemoveItems): the value without the given fields; a container left empty disappears.
+
+export function removeItems(v: unknown, set: FieldSet, shape: Shape): unknown {
+  const s = resolve(shape, v);
+  if (set.empty()) return v;
+  if (s.kind === 'list' && Array.isArray(v)) {
+    if (s.listType === 'atomic' || v.length === 0) return v;
+    const out: unknown[] = [];
+    v.forEach((item, i) => {
+      const pe = itemElement(s, item, [], i);
+      if (set.hasMember(pe)) return;
+      const sub = set.withPrefix(pe);
+      const kept = sub.empty() ? item : removeItems(item, sub, s.elem);
+      if (kept !== undefined) out.push(kept);
+    });
+    return out.length ? out : undefined;
+  }
+  if (s.kind === 'map' && isPlainObject(v)) {
+    if (s.atomic || Object.keys(v).length === 0) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, child] of Object.entries(v)) {
+      const pe = field(k);
+      if (set.hasMember(pe)) continue;
+      const sub = set.withPrefix(pe);
+      const kept = sub.empty() ? child : removeItems(child, sub, fieldShape(s, k));
+      if (kept !== undefined) out[k] = kept;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return v;
+}

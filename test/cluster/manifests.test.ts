@@ -1,0 +1,107 @@
+// The two ways to deploy render the same objects: `kubectl kustomize apiservice/` and the Helm chart
+// rendered by the real helm (built from its Go module by test/cluster/build.sh helm) for the release
+// name and namespace the kustomization uses. The chart refuses unknown values and embedded storage
+// on an emptyDir, and its names fit the Secret certs/generate.mjs tells you to create.
+// (test/cluster/control-plane.test.ts applies both to a real kube-apiserver.)
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { kubectlBinary } from '../support/kubectl.js';
+import { CHART, REPO_ROOT, helmBinary, run } from './fixture.js';
+
+let helm: string;
+
+function objects(yamlText: string): Map<string, any> {
+  const m = new Map<string, any>();
+  for (const d of parseAllDocuments(yamlText)) {
+    const o = d.toJS();
+    if (!o) continue;
+    m.set(`${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`, o);
+  }
+  return m;
+}
+
+const template = (release: string, namespace: string, ...set: string[]) =>
+  run(helm, ['template', release, CHART, '--namespace', namespace, ...set.flatMap((s) => ['--set', s])]);
+
+before(async () => {
+  helm = await helmBinary();
+});
+
+test('kustomize and the chart (release reverser-apiserver in reverser-system) render the same objects', async () => {
+  const k = await run(kubectlBinary(), ['kustomize', join(REPO_ROOT, 'apiservice')]);
+  assert.equal(k.code, 0, k.stderr);
+  const h = await template('reverser-apiserver', 'reverser-system');
+  assert.equal(h.code, 0, h.stderr);
+  assert.equal(h.stderr, '');
+  const fromKustomize = objects(k.stdout);
+  const fromChart = objects(h.stdout);
+  // Helm does not own namespaces (helm install --create-namespace makes it): the only difference.
+  assert.deepEqual([...fromKustomize.keys()].filter((x) => !fromChart.has(x)), ['Namespace//reverser-system']);
+  assert.deepEqual([...fromChart.keys()].filter((x) => !fromKustomize.has(x)), []);
+  for (const [key, o] of fromChart) assert.deepEqual(o, fromKustomize.get(key), key);
+  assert.deepEqual([...fromChart.keys()].sort(), [
+    'APIService//v1alpha1.configbutler.ai',
+    'ClusterRole//reverser-apiserver:apiservice-registrar',
+    'ClusterRole//reverser-apiserver:edit',
+    'ClusterRole//reverser-apiserver:view',
+    'ClusterRoleBinding//reverser-apiserver:apiservice-registrar',
+    'ClusterRoleBinding//reverser-apiserver:system:auth-delegator',
+    'Deployment/reverser-system/reverser-apiserver',
+    'RoleBinding/kube-system/reverser-apiserver-auth-reader',
+    'Service/reverser-system/reverser-apiserver',
+    'ServiceAccount/reverser-system/reverser-apiserver',
+  ]);
+});
+
+test('another release: names are release-scoped and the TLS Secret is the one certs/generate.mjs makes', async () => {
+  const h = await template('reverser', 'tools');
+  assert.equal(h.code, 0, h.stderr);
+  const o = objects(h.stdout);
+  assert.ok(o.has('ClusterRole//reverser:edit') && o.has('ClusterRole//reverser:view') && o.has('ClusterRole//reverser:apiservice-registrar'), [...o.keys()].join('\n'));
+  assert.deepEqual(o.get('APIService//v1alpha1.configbutler.ai').spec.service, { namespace: 'tools', name: 'reverser', port: 443 });
+  const dep = o.get('Deployment/tools/reverser');
+  const secret = dep.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName;
+  assert.equal(secret, 'reverser-tls');
+  assert.ok(dep.spec.template.spec.containers[0].args.includes('--apiservice-service-name=reverser'));
+  // The docs' certificate step for this release prints the command creating exactly that Secret.
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'certs-'));
+  try {
+    const gen = await run(process.execPath, [join(REPO_ROOT, 'certs/generate.mjs'), '--out', join(dir, 'tls'), '--service', 'reverser', '--namespace', 'tools']);
+    assert.equal(gen.code, 0, gen.stderr);
+    assert.match(gen.stdout, /^kubectl -n tools create secret generic reverser-tls --type=kubernetes\.io\/tls --from-file=tls\.crt=\S+ --from-file=tls\.key=\S+ --from-file=ca\.crt=\S+$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('values.schema.json refuses unknown values and wrong types', async () => {
+  const refused = (line: string) =>
+    `Error: values don't meet the specifications of the schema(s) in the following chart(s):\nreverser-apiserver:\n- ${line}\n\n`;
+  for (const [set, line] of [
+    ['storage.kindd=redis', "at '/storage': additional properties 'kindd' not allowed"],
+    ['caBundle=abc', "at '': additional properties 'caBundle' not allowed"],
+    ['storage.kind=etcd', "at '/storage/kind': value must be one of 'redis', 'embedded'"],
+    ['replicas=two', "at '/replicas': got string, want integer"],
+  ] as const) {
+    const r = await template('r', 'ns', set);
+    assert.equal(r.code, 1, set);
+    assert.equal(r.stderr, refused(line), set);
+    assert.equal(r.stdout, '', set);
+  }
+});
+
+test('embedded storage on an emptyDir is refused; with a claim it renders one replica on that claim', async () => {
+  const refused = await template('r', 'ns', 'storage.kind=embedded');
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /storage\.kind=embedded keeps every object under the data directory, and without storage\.embedded\.existingClaim that is an emptyDir: all data would be lost on every restart/);
+  const ok = await template('r', 'ns', 'storage.kind=embedded', 'storage.embedded.existingClaim=reverser-data');
+  assert.equal(ok.code, 0, ok.stderr);
+  const dep = objects(ok.stdout).get('Deployment/ns/r');
+  assert.equal(dep.spec.replicas, 1);
+  assert.deepEqual(dep.spec.template.spec.volumes.find((v: any) => v.name === 'data'), { name: 'data', persistentVolumeClaim: { claimName: 'reverser-data' } });
+  assert.ok(!dep.spec.template.spec.containers[0].args.some((a: string) => a.startsWith('--redis')));
+});
