@@ -38,6 +38,9 @@ interface Running {
   report?: MirrorReport;
 }
 
+/** This controller's claim on a GitTarget's lease (shared with the windows controller). */
+const CLAIMANT = 'mirror';
+
 const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied' };
 
 function mirrorSpec(spec: any): MirrorSpec {
@@ -85,12 +88,14 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const ownInformer = !deps.gitTargets;
   const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
 
-  const teardown = async (key: string) => {
+  /** Stops the target's mirror; `keepLease` when it restarts at once (new generation or credentials). */
+  const teardown = async (key: string, keepLease = false) => {
     const r = running.get(key);
     if (!r) return;
     running.delete(key);
     await r.mirror.stop();
     log.info('mirror stopped', { target: key });
+    if (!keepLease) await keeper.release(targetLeaseName({ ...parseKey(key), uid: r.uid }), CLAIMANT);
   };
 
   const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
@@ -129,7 +134,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await teardown(key);
       return;
     }
-    const lease = await keeper.acquire(targetLeaseName(tk));
+    const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
     if (!lease) {
       await teardown(key);
       return { requeueAfterMs: 2_000 };
@@ -160,7 +165,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const now = running.get(key);
     if (now && (now.generation !== generation || now.token !== conn.token)) {
       log.info(now.token !== conn.token ? 'source credentials changed; rebuilding the client' : 'spec changed; restarting the mirror', { target: key });
-      await teardown(key);
+      await teardown(key, true);
     }
     if (!running.has(key)) {
       const entry: Running = {
@@ -216,7 +221,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       queue.stop();
       if (ownInformer) informer.stop();
       for (const t of pendingStatus.values()) clearTimeout(t);
-      await Promise.all([...running.keys()].map(teardown));
+      await Promise.all([...running.keys()].map((k) => teardown(k)));
     },
     idle: () => queue.drained(),
   };
