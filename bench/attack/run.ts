@@ -19,12 +19,17 @@ const quick = argv.includes('--quick');
 const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const want = (s: string) => !only || only.includes(s);
 const IDLE_TIMEOUT_S = Number(argv.find((a) => a.startsWith('--idle-timeout='))?.slice(15) ?? 10);
+// `--server-main=PATH --legacy` runs the same attacks against another build (e.g. one from before
+// the defences, which knows none of the connection flags) for a before/after comparison.
+const legacy = argv.includes('--legacy');
+const count = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 
 const P = quick
   ? { cardinality: 5_000, idlePerKind: 300, patches: 10, nested: 50, phaseMs: 1_000 }
   : { cardinality: 20_000, idlePerKind: 1_000, patches: 30, nested: 200, phaseMs: 2_000 };
+for (const k of ['cardinality', 'idlePerKind', 'patches', 'nested'] as const) if (count(k)) P[k] = Number(count(k));
 const GV = '/apis/configbutler.ai/v1alpha1';
-const MAIN = join(fileURLToPath(new URL('.', import.meta.url)), '../../src/cli/main.js');
+const MAIN = count('server-main') ?? join(fileURLToPath(new URL('.', import.meta.url)), '../../src/cli/main.js');
 
 interface Sample {
   series: number;
@@ -83,7 +88,7 @@ async function main(): Promise<void> {
       'reverser server',
       process.execPath,
       [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level=warn',
-        `--idle-connection-timeout=${IDLE_TIMEOUT_S}`, `--tls-handshake-timeout=${IDLE_TIMEOUT_S}`],
+        ...(legacy ? [] : [`--idle-connection-timeout=${IDLE_TIMEOUT_S}`, `--tls-handshake-timeout=${IDLE_TIMEOUT_S}`])],
       /kubectl --kubeconfig/,
     );
     const certs = join(dataDir, 'certs');
@@ -93,15 +98,18 @@ async function main(): Promise<void> {
     const scraper = reconnecting(url, admin);
     const pinger = reconnecting(url, admin);
     const writer = reconnecting(url, admin);
-    console.log(`attack run: server pid ${server.pid} on :${port}, node ${process.version}, ${quick ? 'quick' : 'full'}, idle timeout ${IDLE_TIMEOUT_S} s`);
+    console.log(`attack run: server pid ${server.pid} on :${port} (${MAIN}${legacy ? ', legacy flags' : ''}), node ${process.version}, ${quick ? 'quick' : 'full'}, idle timeout ${IDLE_TIMEOUT_S} s`);
 
+    const alive = () => server.proc.exitCode === null && server.proc.signalCode === null;
     const sample = async (): Promise<Sample> => {
-      const text = (await scraper.request('GET', '/metrics', { timeoutMs: 30_000 })).text;
+      if (server.proc.exitCode !== null || server.proc.signalCode !== null) return { series: NaN, rssMiB: NaN, fds: NaN, loopMaxMs: NaN, loopP99Ms: NaN };
+      const text = (await scraper.request('GET', '/metrics', { timeoutMs: 120_000 }).catch(() => ({ text: '' }))).text;
       const gauge = (n: string) => Number(new RegExp(`^${n} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) * 1000;
       return {
-        series: text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length,
-        rssMiB: rssMiB(server.pid).rss,
-        fds: readdirSync(`/proc/${server.pid}/fd`).length,
+        // GC-duration series appear once per kind of GC (a fixed set) whenever one first runs.
+        series: text.split('\n').filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('nodejs_gc_duration_seconds')).length,
+        rssMiB: alive() ? rssMiB(server.pid).rss : NaN,
+        fds: alive() ? readdirSync(`/proc/${server.pid}/fd`).length : NaN,
         loopMaxMs: gauge('nodejs_eventloop_lag_max_seconds'),
         loopP99Ms: gauge('nodejs_eventloop_lag_p99_seconds'),
       };
@@ -112,9 +120,9 @@ async function main(): Promise<void> {
       const p: Phase = { name, samples: [], healthzMs: [] };
       let running = true;
       const pings = (async () => {
-        while (running) {
-          const r = await pinger.request('GET', '/healthz', { timeoutMs: 120_000 });
-          p.healthzMs.push(r.ms);
+        while (running && alive()) {
+          const r = await pinger.request('GET', '/healthz', { timeoutMs: 120_000 }).catch(() => undefined);
+          if (r) p.healthzMs.push(r.ms);
           await new Promise((r) => setTimeout(r, 20));
         }
       })();
@@ -133,7 +141,7 @@ async function main(): Promise<void> {
 
     const report = (title: string, phases: Phase[], note: string) => {
       console.log(`\n## ${title}\n${note}\n`);
-      console.log('| phase | metric series | RSS MiB | open fds | event-loop delay max / p99 (ms) | /healthz p50 / max (ms) |');
+      console.log('| phase | metric series (without GC kinds) | RSS MiB | open fds | event-loop delay max / p99 (ms) | /healthz p50 / max (ms) |');
       console.log('|---|---:|---:|---:|---:|---:|');
       for (const p of phases) {
         const last = p.samples.at(-1);
@@ -210,8 +218,13 @@ async function main(): Promise<void> {
             );
           }
           const legit = await writer.request('GET', `${GV}/namespaces/default/gittargets`, { timeoutMs: 30_000 });
-          const times = await Promise.all(closed);
-          return `${sockets.length} connections opened; a legitimate list meanwhile answered ${legit.status} in ${legit.ms.toFixed(0)} ms; the server closed the last one after ${(Math.max(...times) / 1000).toFixed(1)} s`;
+          // Wait for the server to close them, but not forever (a server without the defence never does).
+          const waitS = IDLE_TIMEOUT_S + 30;
+          const times = await Promise.all(closed.map((c) => Promise.race([c, new Promise<number>((r) => setTimeout(() => r(Infinity), waitS * 1000))])));
+          const open = times.filter((t) => t === Infinity).length;
+          const last = Math.max(...times.filter((t) => t !== Infinity));
+          return `${sockets.length} connections opened; a legitimate list meanwhile answered ${legit.status} in ${legit.ms.toFixed(0)} ms; ` +
+            (open ? `${open} still open after ${waitS} s (the attacker let go then)` : `the server closed the last one after ${(last / 1000).toFixed(1)} s`);
         },
       );
       sockets.forEach((s) => s.destroy());
@@ -227,14 +240,15 @@ async function main(): Promise<void> {
         '3. JSON-patch amplification',
         `${P.patches} × the ${body.length}-byte JSON patch (one 1 KiB \`add\`, then 30 \`copy\` of /metadata into its annotations) with \`dryRun=All\`, 3 in flight.`,
         async () => {
-          const codes = new Map<number, number>();
+          const codes = new Map<number | string, number>();
           const ms: number[] = [];
           let next = 0;
           await Promise.all(
             Array.from({ length: 3 }, async () => {
               while (next < P.patches) {
                 next++;
-                const r = await writer.request('PATCH', `${GV}/namespaces/default/gittargets/amp?dryRun=All`, { body, contentType: 'application/json-patch+json', timeoutMs: 120_000 });
+                const started = performance.now();
+                const r = await writer.request('PATCH', `${GV}/namespaces/default/gittargets/amp?dryRun=All`, { body, contentType: 'application/json-patch+json', timeoutMs: 180_000 }).catch((e) => ({ status: `error (${(e as Error).message.slice(0, 60)})`, ms: performance.now() - started }));
                 codes.set(r.status, (codes.get(r.status) ?? 0) + 1);
                 ms.push(r.ms);
               }
@@ -259,10 +273,10 @@ async function main(): Promise<void> {
             Array.from({ length: 4 }, async () => {
               while (next < 2 * P.nested) {
                 const i = next++;
-                const r =
-                  i % 2 === 0
-                    ? await writer.request('PATCH', `${GV}/namespaces/default/gittargets/amp`, { body: merge, contentType: 'application/merge-patch+json', timeoutMs: 120_000 })
-                    : await writer.request('POST', `${GV}/namespaces/default/gittargets`, { body: yaml, contentType: 'application/yaml', timeoutMs: 120_000 });
+                const r = await (i % 2 === 0
+                  ? writer.request('PATCH', `${GV}/namespaces/default/gittargets/amp`, { body: merge, contentType: 'application/merge-patch+json', timeoutMs: 120_000 })
+                  : writer.request('POST', `${GV}/namespaces/default/gittargets`, { body: yaml, contentType: 'application/yaml', timeoutMs: 120_000 })
+                ).catch((e) => ({ status: 'error', body: { reason: (e as Error).message.slice(0, 60) } }));
                 const k = `${r.status} ${r.body?.reason ?? ''}`;
                 codes.set(k, (codes.get(k) ?? 0) + 1);
               }
@@ -273,8 +287,7 @@ async function main(): Promise<void> {
       );
     }
 
-    const alive = server.proc.exitCode === null;
-    console.log(`\nserver still running at the end: ${alive ? 'yes' : `no (${server.proc.exitCode})`}`);
+    console.log(`\nserver still running at the end: ${alive() ? 'yes' : `no (exit ${server.proc.exitCode ?? server.proc.signalCode}): ${server.output().split('\n').filter((l) => /FATAL|heap|Error/.test(l)).slice(0, 2).join(' / ')}`}`);
     [scraper, pinger, writer].forEach((s) => s.close());
   } finally {
     await cleanup([dataDir]);

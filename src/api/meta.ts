@@ -37,7 +37,8 @@ export const ObjectMetaSchema = Type.Object(
             controller: Type.Optional(Type.Boolean()),
             blockOwnerDeletion: Type.Optional(Type.Boolean()),
           },
-          { additionalProperties: false },
+          // One value as a whole, as metav1.OwnerReference (+structType=atomic): apply owns the item, not its fields.
+          { additionalProperties: false, 'x-kubernetes-map-type': 'atomic' },
         ),
         { description: 'Objects depended on by this object.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'] },
       ),

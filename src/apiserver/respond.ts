@@ -1,6 +1,6 @@
 // Writing responses: one place that serializes bodies, sets content types and warning headers.
 import type { FastifyReply } from 'fastify';
-import { stringify as toYAML } from 'yaml';
+import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
 
@@ -13,7 +13,7 @@ function setWarnings(reply: FastifyReply, warnings: string[]): void {
 // `; charset=utf-8` and re-quotes parameters, e.g. the aggregated-discovery media type).
 export function send(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
-  if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(toYAML(body)));
+  if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(stringifyPortable(body)));
   return reply.code(code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body)));
 }
 

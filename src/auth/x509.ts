@@ -74,8 +74,8 @@ export function subjectValues(c: X509Certificate, key: 'CN' | 'O'): string[] {
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
-// A connection's chain is parsed once (peerChainFromSocket), so its certificate objects are reused
-// by every request on it: derive the user and the fingerprint once per certificate object.
+// A connection's chain is parsed once (the server keeps it per connection), so its certificate
+// objects are reused by every request on it: derive the user and the fingerprint once per object.
 const userByCert = new WeakMap<X509Certificate, UserInfo>();
 const printByCert = new WeakMap<X509Certificate, string>();
 
@@ -102,8 +102,6 @@ export class DynamicCA {
   private certs: X509Certificate[] = [];
   private prints = new Set<string>();
   private pemText: string | undefined;
-  /** Bumped on every change so verification caches know to forget. */
-  generation = 0;
   private listeners: Array<() => void> = [];
 
   constructor(private readonly what: string) {}
@@ -115,7 +113,6 @@ export class DynamicCA {
     this.certs = text ? parsePEMBundle(text, this.what) : [];
     this.prints = new Set(this.certs.map((c) => c.fingerprint256));
     this.pemText = text;
-    this.generation++;
     for (const l of this.listeners) l();
     return true;
   }

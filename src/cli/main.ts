@@ -7,7 +7,7 @@ import { versionInfo } from './version.js';
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
-  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && rest.includes('--help'))) {
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && (rest.includes('--help') || rest.includes('-h')))) {
     process.stdout.write(helpText());
     return cmd === undefined ? 1 : 0;
   }

@@ -4,6 +4,7 @@
 // comments, key order and the other documents of a multi-document file.
 import { Document, isMap, isScalar, isSeq, parseAllDocuments, type Node, type Pair } from 'yaml';
 import type { KubeObject } from '../model/object.js';
+import { quoteAmbiguousScalars } from '../model/yaml-scalars.js';
 
 export const YAML_OPTIONS = { indent: 2, indentSeq: true, lineWidth: 0, minContentWidth: 0 } as const;
 
@@ -55,7 +56,9 @@ export function orderForWriting(obj: KubeObject): Record<string, unknown> {
 }
 
 export function encodeObject(obj: KubeObject): string {
-  return new Document(orderForWriting(obj)).toString(YAML_OPTIONS);
+  const doc = new Document(orderForWriting(obj));
+  quoteAmbiguousScalars(doc); // kubectl, Flux and Argo read these files with YAML 1.1 rules
+  return doc.toString(YAML_OPTIONS);
 }
 
 /** Identities of the documents of a file; a file that does not parse holds none (it is never edited). */
@@ -146,6 +149,7 @@ export function editFileText(text: string | undefined, edit: FileEdit): string |
     if (at >= 0) {
       const doc = kept[at].doc!;
       doc.contents = merge(doc, doc.contents, orderForWriting(obj)) as Document['contents'];
+      quoteAmbiguousScalars(doc);
     } else kept.push({ doc: null, text: encodeObject(obj) });
   }
   const live = kept.filter((k) => k.text !== undefined || (k.doc && k.doc.contents !== null));

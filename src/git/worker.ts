@@ -36,6 +36,8 @@ export class GitWorker implements CommitEngine {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      // A commit in flight keeps the process alive; an idle worker does not.
+      w.ref();
       w.postMessage({ type: 'commit', id, input } satisfies ToWorker);
     });
   }
@@ -85,6 +87,7 @@ export class GitWorker implements CommitEngine {
     }
     const p = this.pending.get(msg.id);
     this.pending.delete(msg.id);
+    if (this.pending.size === 0) w.unref();
     if (!p) return;
     if (msg.ok) p.resolve(msg.result);
     else p.reject(new GitEngineError(msg.reason === 'Internal' ? 'Unreachable' : (msg.reason as GitErrorReason), msg.message, msg.retryable));

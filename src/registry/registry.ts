@@ -15,6 +15,7 @@ import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js
 import { listTypeErrors } from './apply/list-rules.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
+import { pruneUnknown } from './apply/schema.js';
 
 export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 
@@ -212,6 +213,9 @@ export class Registry {
    * a resourceVersion.
    */
   async apply(ctx: RequestContext, namespace: string, name: string, config: unknown, opts: WriteOptions, subresource: string): Promise<WriteResult & { created: boolean }> {
+    // Under Warn/Ignore, undeclared fields leave the configuration before anyone can own them.
+    const unknown = opts.fieldValidation === 'Strict' ? [] : pruneUnknown(config, this.fields.shape);
+    const warned = opts.fieldValidation === 'Warn' ? unknown.map((f) => `unknown field "${f}"`) : [];
     for (let attempt = 1; ; attempt++) {
       let old: KubeObject | undefined;
       try {
@@ -225,7 +229,8 @@ export class Registry {
           const { object } = this.fields.apply(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
           object.metadata.name = name;
           const managed = object.metadata.managedFields ?? [];
-          return { ...(await this.create(ctx, namespace, object, opts, managed)), created: true };
+          const r = await this.create(ctx, namespace, object, opts, managed);
+          return { ...r, warnings: [...warned, ...r.warnings], created: true };
         }
         const base = clone(old);
         delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
@@ -234,7 +239,8 @@ export class Registry {
         const pinned = merged.metadata.resourceVersion;
         const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
         const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
-        return { ...(await this.applyUpdate(ctx, namespace, name, merged, old, expected, opts, subresource, true)), created: false };
+        const r = await this.applyUpdate(ctx, namespace, name, merged, old, expected, opts, subresource, true);
+        return { ...r, warnings: [...warned, ...r.warnings], created: false };
       } catch (e) {
         const race = e instanceof status.StatusError && (e.status.reason === 'AlreadyExists' || (e.status.reason === 'Conflict' && !e.status.details?.causes));
         if (race && attempt < MAX_PATCH_RETRIES && !(old && this.pins(config))) continue;

@@ -1,5 +1,6 @@
 // Runs the real server binary (dist/src/cli/main.js) as a child process for the identity and
 // authorization end-to-end tests, and talks to it over HTTPS with client certificates or via kubectl.
+import { controllersDefault } from '../support/server.js';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import https from 'node:https';
 import { freePort } from '../support/net.js';
@@ -100,7 +101,7 @@ export async function startServer(t: TestContext, ca: CA, flags: string[]): Prom
   writeFileSync(join(dir, 'tls.key'), serving.keyPem, { mode: 0o600 });
   const port = await freePort();
   const args = [MAIN_JS, 'serve', '--data-dir', join(dir, 'data'), '--secure-port', String(port), '--bind-address', '127.0.0.1',
-    '--tls-cert-file', join(dir, 'tls.crt'), '--tls-private-key-file', join(dir, 'tls.key'), ...flags];
+    '--tls-cert-file', join(dir, 'tls.crt'), '--tls-private-key-file', join(dir, 'tls.key'), ...controllersDefault(flags), ...flags];
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';

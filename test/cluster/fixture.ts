@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/net.js';
+import { waitMs } from '../support/deadline.js';
 import { issueClientCert, issueServerCert, makeCA, type CA, type KeyPair } from '../support/pki.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -25,8 +26,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Thrown from an `until` callback when waiting longer cannot help (a process exited). */
 export class WaitAborted extends Error {}
 
-/** Polls `fn` until it returns a truthy value; throws naming `what` after `ms`, or at once on WaitAborted. */
+/**
+ * Polls `fn` until it returns a truthy value; throws naming `what` after `ms` (scaled by
+ * TEST_WAIT_SCALE), or at once on WaitAborted. Unlike test/support/deadline.ts `until`, an error
+ * thrown by `fn` counts as "not yet" (a process still starting refuses connections).
+ */
 export async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 30_000, every = 200): Promise<T> {
+  ms = waitMs(ms);
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -121,6 +127,34 @@ interface Proc {
   exited: boolean;
 }
 
+// If this test process ends without stop() (a runner deadline, a crash), the control plane must not
+// outlive it: its processes are killed on exit and on SIGTERM/SIGINT.
+const orphans = new Set<ChildProcess>();
+const orphanDirs = new Set<string>();
+let exitHooked = false;
+function killOrphansOnExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  const killAll = () => {
+    for (const c of orphans) c.kill('SIGKILL');
+    for (const d of orphanDirs) rmSync(d, { recursive: true, force: true });
+  };
+  process.once('exit', killAll);
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(sig, () => {
+      killAll();
+      process.exit(128 + (sig === 'SIGTERM' ? 15 : 2));
+    });
+  }
+}
+
+/** Registers a child process to be killed if this process ends first. */
+export function ownChild(child: ChildProcess): void {
+  killOrphansOnExit();
+  orphans.add(child);
+  child.once('exit', () => orphans.delete(child));
+}
+
 async function stopProc(p: Proc): Promise<void> {
   if (p.exited) return;
   const gone = new Promise<void>((r) => p.child.once('exit', () => r()));
@@ -133,6 +167,8 @@ async function stopProc(p: Proc): Promise<void> {
 export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
   const bin = opts.binDir ?? (await buildBinaries('control-plane'));
   const dir = mkdtempSync(join(tmpdir(), 'reverser-cluster-'));
+  killOrphansOnExit();
+  orphanDirs.add(dir);
   const pki = join(dir, 'pki');
   mkdirSync(pki);
   const procs: Proc[] = [];
@@ -146,6 +182,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
     const fd = openSync(logFile, 'a');
     const child = spawn(join(bin, name), args, { stdio: ['ignore', fd, fd], cwd: dir });
     closeSync(fd);
+    ownChild(child);
     const p: Proc = { name, child, logFile, exited: false };
     child.once('exit', () => (p.exited = true));
     procs.push(p);
@@ -161,6 +198,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
   const stopAll = async () => {
     for (const p of procs.slice().reverse()) await stopProc(p);
     rmSync(dir, { recursive: true, force: true });
+    orphanDirs.delete(dir);
   };
   const alive = (p: Proc, what: string) => {
     if (p.exited) throw new WaitAborted(`${p.name} exited while waiting for ${what}:\n${log(p.name).slice(-6000)}`);

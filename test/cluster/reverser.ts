@@ -12,7 +12,7 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
 import { freePort } from '../support/net.js';
-import { REPO_ROOT, WaitAborted, until, type ControlPlane } from './fixture.js';
+import { REPO_ROOT, WaitAborted, ownChild, until, type ControlPlane } from './fixture.js';
 
 export const NAMESPACE = 'reverser-system';
 export const SERVICE = 'reverser-apiserver';
@@ -84,6 +84,7 @@ export async function deployReverser(cp: ControlPlane, opts: { refreshMs?: numbe
       `--data-dir=${dataDir}`, `--kubeconfig=${kubeconfig}`, '--authorization-mode=Delegated',
       `--apiservice-service-port=${port}`, `--discovery-refresh-interval=${refreshMs}ms`, '--log-level=info',
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    ownChild(child);
     let stderr = '';
     let exited = false;
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));

@@ -25,10 +25,12 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   const remote = await gitServer(t);
   const h = await startHarness(t, { dataDir: dir });
   await createGitSecret(h.store, remote);
-  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { mode: 'OnRequest', idleSeconds: 0 });
-  await h.running.sink!.add(key, [configMap('a', { v: '1' })]);
-  await h.running.sink!.add(key, [configMap('b', { v: '1' })]);
-  await new Promise((r) => setTimeout(r, 1500));
+  // idleSeconds 1 would close an Auto window between these edits; OnRequest ignores it.
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { mode: 'OnRequest', idleSeconds: 1 });
+  for (const [i, name] of ['a', 'b', 'a', 'b', 'a'].entries()) {
+    await h.running.sink!.add(key, [configMap(name, { v: String(i) })]);
+    await new Promise((r) => setTimeout(r, 1200));
+  }
   assert.equal((await git('/', 'ls-remote', remote.authURL('config'))).trim(), '', 'no commit before the request');
   await createCommitRequest(h.store, 'save-1', 'tenants', { message: 'Raise the replica count\n\nbecause load' }, { username: 'alice' });
   const cr = await finished(h.store, 'save-1');
@@ -37,6 +39,7 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   t.after(c.cleanup);
   assert.deepEqual(c.log, [`alice <alice@noreply.cluster.local>|${BOT}|Raise the replica count`]);
   assert.equal((await git(c.dir, 'log', '-1', '--format=%B')).trim(), 'Raise the replica count\n\nbecause load');
+  assert.equal(await c.read('clusters/dev/team-a/configmaps/a.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: team-a\ndata:\n  v: "4"\n');
   const st = cr.status as { sha: string; branch: string };
   assert.equal(st.sha, (await git(c.dir, 'rev-parse', 'HEAD')).trim());
   assert.equal(st.branch, 'main');

@@ -15,7 +15,7 @@ import { cloneAndCheck } from '../git/git-cli.js';
 import { configMap, createGitSecret, createGitTarget, gitServer, waitFor } from './harness.js';
 import type { GitServer } from '../support/git-server.js';
 
-const COMMITTER_ARGS = ['--committer-name=Reverser Bot', '--committer-email=bot@reverser.example'];
+const COMMITTER_ARGS = ['--controllers=all', '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example'];
 const BOT = 'Reverser Bot <bot@reverser.example>';
 
 /** GitTarget (OnRequest, Ready), credentials and two pending changes, written straight to the store. */

@@ -25,7 +25,7 @@ test('kubectl: create a CommitRequest, wait for Ready, read its columns; a missi
   await new StoreWindowSink(new WindowRecords(store), () => undefined).add(key, [configMap('app', { replicas: '3' }), configMap('db', { size: '10Gi' })]);
   await store.close();
 
-  const srv = await startServer(['--committer-name=Reverser Bot', '--committer-email=bot@reverser.example', '--log-level=info'], { dataDir });
+  const srv = await startServer(['--controllers=all', '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example', '--log-level=info'], { dataDir });
   t.after(() => srv.stop());
   const k = new Kubectl(kubectlBinary(), srv.kubeconfig);
   t.after(() => k.cleanup());
@@ -56,6 +56,17 @@ test('kubectl: create a CommitRequest, wait for Ready, read its columns; a missi
   }, 5_000, 100);
   assert.equal(msg, 'True/Failed: GitTarget "nope" not found in namespace "team-a"');
   assert.ok(Date.now() - t0 < 3_000, `failed after ${Date.now() - t0} ms (kubectl runs included)`);
+  // Metrics: commits by author kind, requests by outcome, window size, create→outcome time.
+  const metrics = (await srv.get('/metrics')).text;
+  for (const line of [
+    'reverser_commits_total{author_kind="submitter"} 1',
+    'reverser_commitrequests_total{outcome="Committed"} 1',
+    'reverser_commitrequests_total{outcome="Failed"} 1',
+    'reverser_commit_window_changes_sum 2',
+    'reverser_commitrequest_duration_seconds_count 2',
+  ]) {
+    assert.ok(metrics.split('\n').includes(line), `/metrics lacks ${line}`);
+  }
   // The outcome is a log line naming the request, the GitTarget and the sha.
   await waitFor('outcome log line', () => srv.stderr().includes('"msg":"CommitRequest Committed","commitRequest":"team-a/save","gitTarget":"team-a/tenants","outcome":"Committed","sha":"' + sha + '"'), 5_000);
 });

@@ -101,3 +101,26 @@ test('pending changes survive a restart of the process (embedded store on disk) 
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await remoteLog(remote.authURL('config'))).length, 1);
 });
+
+test('maxAgeSeconds closes a window that never goes quiet (Auto) and an OnRequest window nobody requested', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-maxage-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const auto = await createGitTarget(h.store, 'busy', remote.url('config'), { idleSeconds: 3, maxAgeSeconds: 2 });
+  const onreq = await createGitTarget(h.store, 'quiet', remote.url('config'), { mode: 'OnRequest', maxAgeSeconds: 2 });
+  const opened = Date.now();
+  await h.running.sink!.add(onreq.key, [configMap('q', { v: '1' }, 'team-b')]);
+  // A change every 500 ms: the 3 s idle timer never fires, the 2 s max age does.
+  for (let i = 0; i < 6; i++) {
+    await h.running.sink!.add(auto.key, [configMap(`busy-${i}`, { v: '1' })]);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const log = await waitFor('both windows committed', async () => {
+    const l = await remoteLog(remote.authURL('config'));
+    return l.length >= 3 ? l : undefined;
+  }, 20_000, 200);
+  assert.ok(Date.now() - opened < 8_000);
+  assert.ok(log.includes(`${BOT}|${BOT}|Update configmaps team-b/q`), log.join('\n'));
+  assert.equal(log.filter((l) => l.includes('objects in team-a/busy')).length, 2, log.join('\n'));
+});

@@ -42,7 +42,8 @@ export function kubectlSSAScenario(version: string | undefined): void {
     const rv = async (name: string) => (await server.get(`/apis/${GV}/namespaces/default/gittargets/${name}`)).body.metadata.resourceVersion as string;
 
     before(async () => {
-      server = await startServer();
+      // API semantics only: no controller writes status behind the test's back.
+      server = await startServer(['--controllers=none']);
       k = new Kubectl(kubectlBinary(version), server.kubeconfig);
     });
     after(async () => {

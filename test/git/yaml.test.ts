@@ -44,3 +44,14 @@ test('deleting the last document removes the file; an unknown identity is append
   const two = editFileText(one, { writes: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } }], deletes: [] });
   assert.equal(two, one + '---\n' + encodeObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } }));
 });
+
+test('strings YAML 1.1 readers (kubectl, Flux, Argo) would misread are quoted, in new files and in edits', () => {
+  const cm = (v: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'flags', namespace: 'shop' }, data: { enabled: v, since: '2024-01-01', plain: 'x' } });
+  const created = editFileText(undefined, { writes: [cm('yes')], deletes: [] })!;
+  assert.equal(created, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\n  namespace: shop\ndata:\n  enabled: "yes"\n  since: "2024-01-01"\n  plain: x\n');
+  const updated = editFileText(created, { writes: [cm('off')], deletes: [] })!;
+  assert.equal(updated, created.replace('enabled: "yes"', 'enabled: "off"'));
+  // A hand-written file with an unquoted `on` is corrected when the object is written.
+  const hand = created.replace('enabled: "yes"', 'enabled: on');
+  assert.equal(editFileText(hand, { writes: [cm('on')], deletes: [] }), created.replace('enabled: "yes"', 'enabled: "on"'));
+});

@@ -125,6 +125,8 @@ test('v2 and v3 publish the list types server-side apply merges by', () => {
     managedFields: { type: undefined, keys: undefined },
   };
   assert.deepEqual(markers(v3.components.schemas), want);
+  assert.equal(v3.components.schemas[`${META}.ObjectMeta`].properties.ownerReferences.items['x-kubernetes-map-type'], 'atomic');
+  assert.equal(v2.definitions[`${META}.ObjectMeta`].properties.ownerReferences.items['x-kubernetes-map-type'], 'atomic');
   assert.deepEqual(markers(v2.definitions), want);
   // Map-list keys must be required (or defaulted) for every item to have its key.
   assert.deepEqual(v3.components.schemas[GT].properties.spec.properties.resources.items.required, ['group', 'version', 'resource']);

@@ -7,7 +7,8 @@ import { GROUP, VERSION, assertStatus, gitTarget, ns, startServer, type Response
 
 let server: StartedServer;
 before(async () => {
-  server = await startServer();
+  // API semantics only: no controller writes status behind the test's back.
+  server = await startServer(['--controllers=none']);
 });
 after(() => server?.stop());
 
@@ -140,6 +141,20 @@ describe('apply on the main resource', () => {
     const withManaged = gitTarget('yaml', 'ssa');
     withManaged.metadata.managedFields = [];
     assertStatus(await apply(`${ns('ssa')}/yaml`, withManaged, '?fieldManager=y'), 400, 'BadRequest', 'metadata.managedFields must be nil');
+  });
+
+  test('unknown fields: Strict refuses naming them (422); Warn and Ignore drop them before anyone owns them', async () => {
+    const cfg = gitTarget('unknown', 'ssa', { spec: { bogus: 1 } });
+    assertStatus(await apply(`${ns('ssa')}/unknown`, cfg, '?fieldManager=u'), 422, 'Invalid', 'GitTarget.configbutler.ai "unknown" is invalid: spec.bogus: Forbidden: unknown field "spec.bogus"');
+    const warn = await apply(`${ns('ssa')}/unknown`, cfg, '?fieldManager=u&fieldValidation=Warn');
+    assert.equal(warn.status, 201, warn.text);
+    assert.equal(warn.headers.warning, '299 - "unknown field \\"spec.bogus\\""');
+    assert.equal(warn.body.spec.bogus, undefined);
+    assert.deepEqual(managed(warn), [entry('u', 'Apply', { 'f:spec': { 'f:branch': {}, 'f:path': {}, 'f:repository': { 'f:url': {} } } })]);
+    const ignore = await apply(`${ns('ssa')}/unknown`, cfg, '?fieldManager=u&fieldValidation=Ignore');
+    assert.equal(ignore.status, 200, ignore.text);
+    assert.equal(ignore.headers.warning, undefined);
+    assert.equal(ignore.body.metadata.resourceVersion, warn.body.metadata.resourceVersion);
   });
 
   test('duplicate keys of a map list → 422 Duplicate value', async () => {

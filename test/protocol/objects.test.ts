@@ -273,6 +273,25 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(b.status, 200, b.text);
     assert.equal(b.body.metadata.resourceVersion, cur);
   });
+  test('55: resourceVersionMatch=Exact at a past resourceVersion in history lists the collection as it was then', async () => {
+    const a = await server.request('POST', ns('exact'), { body: gitTarget('a', 'exact') });
+    assert.equal(a.status, 201, a.text);
+    const atA = a.body.metadata.resourceVersion;
+    assert.equal((await server.request('POST', ns('exact'), { body: gitTarget('b', 'exact') })).status, 201);
+    const patched = await server.request('PATCH', `${ns('exact')}/a`, { contentType: 'application/merge-patch+json', body: { metadata: { labels: { v: '2' } } } });
+    assert.equal(patched.status, 200, patched.text);
+    const past = await server.get(`${ns('exact')}?resourceVersion=${atA}&resourceVersionMatch=Exact`);
+    assert.equal(past.status, 200, past.text);
+    assert.equal(past.body.metadata.resourceVersion, atA);
+    assert.deepEqual(past.body.items.map((i: any) => [i.metadata.name, i.metadata.resourceVersion, i.metadata.labels]), [['a', atA, undefined]]);
+    // Paginated from the past RV: the continue token keeps reading that snapshot.
+    const page = await server.get(`${ns('exact')}?resourceVersion=${atA}&resourceVersionMatch=Exact&limit=1`);
+    assert.equal(page.status, 200, page.text);
+    assert.equal(page.body.metadata.resourceVersion, atA);
+    // Beyond the store: 504 Timeout, as for NotOlderThan.
+    const future = await server.get(`${ns('exact')}?resourceVersion=${Number(patched.body.metadata.resourceVersion) + 1000}&resourceVersionMatch=Exact`);
+    assertStatus(future, 504, 'Timeout', /^Too large resource version: \d+, current: \d+$/);
+  });
   test('56: Table', async () => {
     const r = await server.get(ns('sel'), { accept: TABLE_ACCEPT });
     assert.equal(r.status, 200);

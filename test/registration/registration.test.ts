@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { makeCA, type CA } from '../support/pki.js';
 import { startFakeHostingCluster, type FakeHostingCluster } from '../support/fake-hosting-cluster.js';
 import { request, startServer, tempDir, type ServerProcess } from '../auth-e2e/harness.js';
+import { until } from '../support/deadline.js';
 
 const cleanups: Array<() => unknown> = [];
 const ctx = { after: (fn: () => unknown) => cleanups.push(fn) };
@@ -25,16 +26,6 @@ let fake: FakeHostingCluster;
 let srv: ServerProcess;
 let servingCA: CA;
 let caFile: string;
-
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${srv?.logs()}`);
-    await sleep(100);
-  }
-}
 
 /** Log lines (parsed JSON) whose message contains `text`. */
 function logLines(text: string): Array<{ level: string; msg: string }> {
@@ -59,7 +50,7 @@ before(async () => {
 });
 
 test('without apiregistration.k8s.io: serves, logs once, says so on /readyz?verbose and /metrics, keeps re-checking', async () => {
-  await until('three discovery re-checks', () => discoveryCalls() >= 3, 10_000);
+  await until(() => discoveryCalls() >= 3, 'three discovery re-checks', 10_000);
   assert.equal((await get('/healthz')).status, 200);
   assert.deepEqual(logLines('not served').map((l) => [l.level, l.msg]), [
     ['info', 'apiregistration.k8s.io/v1 apiservices is not served by the hosting cluster; serving without an APIService, re-checking every 1s'],
@@ -76,7 +67,8 @@ test('without apiregistration.k8s.io: serves, logs once, says so on /readyz?verb
 
 test('the API appears: registered within one refresh, without a restart, with the Service, priorities and caBundle from the flags', async () => {
   fake.apiServices = new Map();
-  const obj = await until('the APIService', () => fake.apiServices!.get(NAME), 3_000);
+  await until(() => fake.apiServices!.has(NAME), 'the APIService', 3_000);
+  const obj = fake.apiServices!.get(NAME);
   assert.deepEqual(obj.spec, {
     group: 'configbutler.ai',
     version: 'v1alpha1',
@@ -85,7 +77,7 @@ test('the API appears: registered within one refresh, without a restart, with th
     service: { name: 'reverser-apiserver', namespace: 'tenants-system', port: 8443 },
     caBundle: Buffer.from(servingCA.certPem).toString('base64'),
   });
-  await until('registered on /readyz', async () => (await get('/readyz?verbose')).text.includes('[+]apiservice-registration ok (APIService v1alpha1.configbutler.ai registered)'));
+  await until(async () => (await get('/readyz?verbose')).text.includes('[+]apiservice-registration ok (APIService v1alpha1.configbutler.ai registered)'), 'registered on /readyz');
   assert.equal(logLines('created APIService').length, 1);
   assert.match((await get('/metrics')).text, /^reverser_apiservice_registration_state\{state="registered"\} 1$/m);
   // Current: later refreshes read it and write nothing.
@@ -97,9 +89,9 @@ test('the API appears: registered within one refresh, without a restart, with th
 
 test('403 on apiservices: logged once, serving continues; granted back and the CA rotated: updated within one refresh, old CA kept', async () => {
   fake.apiServicesStatus = 403;
-  await until('forbidden on /readyz', async () => (await get('/readyz?verbose')).text.includes('not registered: forbidden to manage apiservices'));
+  await until(async () => (await get('/readyz?verbose')).text.includes('not registered: forbidden to manage apiservices'), 'forbidden on /readyz');
   const n = discoveryCalls();
-  await until('two more refreshes', () => discoveryCalls() >= n + 2);
+  await until(() => discoveryCalls() >= n + 2, 'two more refreshes');
   const forbidden = logLines('forbidden to manage apiservices');
   assert.equal(forbidden.length, 1, srv.logs());
   assert.equal(forbidden[0]!.level, 'warn');
@@ -112,7 +104,8 @@ test('403 on apiservices: logged once, serving continues; granted back and the C
   writeFileSync(caFile, rotated.certPem);
   fake.apiServicesStatus = undefined;
   const want = Buffer.from(`${rotated.certPem.trimEnd()}\n${servingCA.certPem}`).toString('base64');
-  await until('the rotated caBundle', () => fake.apiServices!.get(NAME)?.spec.caBundle === want, 5_000);
+  await until(() => fake.apiServices!.get(NAME)?.spec.caBundle === want, 'the rotated caBundle', 5_000);
+  await until(() => logLines('the serving CA changed').length > 0, 'the rotation logged');
   assert.equal(logLines('the serving CA changed').length, 1, srv.logs());
   assert.equal(logLines('forbidden to manage apiservices').length, 1);
 });

@@ -4,10 +4,11 @@
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { issueClientCert, makeCA, makeIntermediate, type CA, type KeyPair } from '../support/pki.js';
 import { assertStatus } from '../support/server.js';
-import { GROUP_PATH, request, startServer, tempDir, type HttpResult } from '../auth-e2e/harness.js';
+import { GROUP_PATH, commitRequest, request, startServer, tempDir, type HttpResult } from '../auth-e2e/harness.js';
 
 const cleanups: Array<() => unknown> = [];
 const ctx = { after: (fn: () => unknown) => cleanups.push(fn) };
@@ -41,10 +42,12 @@ const presented = (leaf: KeyPair, ...intermediates: CA[]): KeyPair => ({ certPem
 const LIST = `${GROUP_PATH}/gittargets`;
 const asStatus = (r: HttpResult) => ({ status: r.status, text: r.text, body: JSON.parse(r.text), headers: r.headers });
 
+let created = 0;
+/** Authenticated as `username`: a CommitRequest it creates records it as the submitter. */
 async function expectUser(cert: KeyPair, username: string): Promise<void> {
-  const r = await request(url, caPem, LIST, { cert });
-  assert.equal(r.status, 200, r.text);
-  void username;
+  const r = await request(url, caPem, `${GROUP_PATH}/namespaces/team-a/commitrequests`, { method: 'POST', cert, body: commitRequest(`x509-${++created}`, 'tenants') });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(JSON.parse(r.text).status.submitter.username, username);
 }
 
 async function expect401(cert: KeyPair, headers: Array<[string, string]> = []): Promise<void> {
@@ -100,6 +103,28 @@ test('the bundles stay separate: a front-proxy certificate is not a client certi
   const impostor = issueClientCert(root, 'front-proxy');
   const r = await request(url, caPem, '/apis', { cert: impostor, headers: [['X-Remote-User', 'alice']] });
   assert.equal(r.status, 200, r.text);
+});
+
+test('an intermediate\'s name constraints are enforced (certificates made with the openssl CLI; node-forge cannot encode them)', async () => {
+  const d = join(dir, 'nc');
+  mkdirSync(d, { recursive: true });
+  writeFileSync(join(d, 'root.crt'), root.certPem);
+  writeFileSync(join(d, 'root.key'), root.keyPem);
+  writeFileSync(join(d, 'ext.cnf'), [
+    '[ca_ext]', 'basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign,cRLSign', 'nameConstraints=critical,permitted;DNS:example.com',
+    '[outside]', 'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature', 'extendedKeyUsage=clientAuth', 'subjectAltName=DNS:mallory.evil.org',
+    '[inside]', 'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature', 'extendedKeyUsage=clientAuth', 'subjectAltName=DNS:alice.example.com', '',
+  ].join('\n'));
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: d, stdio: ['ignore', 'pipe', 'pipe'], timeout: 20_000 });
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'int.key', '-out', 'int.csr', '-subj', '/CN=constrained');
+  ssl('x509', '-req', '-in', 'int.csr', '-CA', 'root.crt', '-CAkey', 'root.key', '-set_serial', '7', '-out', 'int.crt', '-days', '10', '-extfile', 'ext.cnf', '-extensions', 'ca_ext');
+  const leaf = (name: string, section: string): KeyPair => {
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'int.crt', '-CAkey', 'int.key', '-set_serial', '8', '-out', `${name}.crt`, '-days', '5', '-extfile', 'ext.cnf', '-extensions', section);
+    return { certPem: readFileSync(join(d, `${name}.crt`), 'utf8') + readFileSync(join(d, 'int.crt'), 'utf8'), keyPem: readFileSync(join(d, `${name}.key`), 'utf8') };
+  };
+  await expect401(leaf('mallory', 'outside'));
+  await expectUser(leaf('alice', 'inside'), 'alice');
 });
 
 test('rotating the client CA file takes effect without restart', { timeout: 30_000 }, async () => {

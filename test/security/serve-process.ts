@@ -1,5 +1,6 @@
 // Runs `reverser-apiserver serve` as a child process that is expected to refuse to start, and
 // returns its exit code and output (bounded by a deadline).
+import { controllersDefault } from '../support/server.js';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/net.js';
@@ -15,7 +16,7 @@ export interface Exited {
 /** Starts serve with these flags on a free port and waits (at most `timeoutMs`) for it to exit. */
 export async function serveUntilExit(flags: string[], timeoutMs = 20_000): Promise<Exited> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN, 'serve', '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...flags], {
+  const child = spawn(process.execPath, [MAIN, 'serve', '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...controllersDefault(flags), ...flags], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -223,3 +223,27 @@ test('store: the server refuses to start on a damaged store: exit 2, the reason 
     `${RESTORE(join(dir, 'store'))} (a snapshot cannot be partly recovered)\n`);
   assert.equal(out.stdout, '');
 });
+
+test('store: a crash between writing a snapshot and replacing the log loads; an older snapshot than the log names is refused', async (t) => {
+  const dir = await tempDir(t);
+  const log = join(dir, 'store', 'log.jsonl');
+  const snapshot = join(dir, 'store', 'snapshot.json');
+  const s1 = await createEmbeddedStore({ dataDir: dir });
+  for (const n of ['a', 'b', 'c']) await s1.create(GT, key(n), cm(n));
+  const oldLog = await readFile(log); // names no snapshot, records 1..3
+  await s1.close(); // snapshot (sequence 3), then a log naming it
+  const firstSnapshot = await readFile(snapshot);
+  // The crash window: the new snapshot is in place, the old log not yet replaced.
+  await writeFile(log, oldLog);
+  const s2 = await createEmbeddedStore({ dataDir: dir });
+  assert.deepEqual(await names(s2), ['a', 'b', 'c']);
+  assert.equal(await s2.currentRV(), 3);
+  await s2.create(GT, key('d'), cm('d'));
+  await s2.close(); // snapshot at sequence 4
+  const header = JSON.parse((await readFile(log, 'utf8')).split('\n')[0]!.replace(/^\{"c":"[0-9a-f]{32}","p":/, '').slice(0, -1));
+  // An older snapshot put back under a log that continues a newer one: refused.
+  await writeFile(snapshot, firstSnapshot);
+  const oldId = JSON.parse(firstSnapshot.toString('utf8').split('\n')[0]!).id;
+  await refuses(dir, `embedded store damaged: ${snapshot} at byte 0: is snapshot ${oldId} (sequence 3), but ${log} continues ${header.snapshot} (sequence 4). ` +
+    `${RESTORE(join(dir, 'store'))} (a snapshot cannot be partly recovered)`);
+});

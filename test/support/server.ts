@@ -75,6 +75,14 @@ export interface StartOptions {
   port?: number;
 }
 
+/**
+ * API tests run the server without controllers (`--controllers=none`) so that nothing but the test
+ * writes objects; tests of the controllers pass `--controllers=...` themselves.
+ */
+export function controllersDefault(args: readonly string[]): string[] {
+  return args.some((a) => a === '--controllers' || a.startsWith('--controllers=')) ? [] : ['--controllers=none'];
+}
+
 /** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
 export async function startServer(extraArgs: string[] = [], opts: StartOptions = {}): Promise<StartedServer> {
   for (let attempt = 1; ; attempt++) {
@@ -97,7 +105,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...extraArgs],
+    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

@@ -24,11 +24,10 @@ export async function listItems(
   }
   if (rv && rv !== '0') {
     const want = Number(rv);
-    if (opts.resourceVersionMatch === 'Exact' && want !== res.resourceVersion) {
-      if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
-      throw status.gone(`too old resource version: ${want} (${res.resourceVersion}); exact reads are served at the latest resourceVersion only`);
-    }
     if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+    // Exact at a past RV: the collection as it was then, rebuilt from the retained history (the
+    // watch cache keeps it); older than the history is 410 Expired, as kube-apiserver answers.
+    if (opts.resourceVersionMatch === 'Exact' && want < res.resourceVersion) res = await h.registry.list(cluster, h.info.namespace, 'consistent', want);
   }
   const def = h.registry.def;
   if (opts.labelSelector.empty && opts.fieldSelector.empty) return { items: res.items, keys: res.keys, listRV: res.resourceVersion };

@@ -20,6 +20,7 @@ import { StoreWindowSink } from './sink.js';
 import type { TargetKey, WindowOutcome } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
+const PENDING_STATUS_INTERVAL_MS = 1_000;
 /** How often a replica that does not hold a target's lease tries to take it. */
 export const LEASE_RETRY_MS = 2_000;
 
@@ -44,6 +45,7 @@ export class WindowsController {
   readonly sink: StoreWindowSink;
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
+  private readonly pendingWrittenAt = new Map<string, number>();
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.records = new WindowRecords(deps.store);
@@ -110,8 +112,15 @@ export class WindowsController {
     if (!first.closing) {
       const due = closeDue(first, policy);
       if (due.at > now) {
-        await this.writeTargetStatus(gt, { pending: pendingCount(rec) });
-        return { requeueAfterMs: Math.min(due.at, nextWaiting) - now };
+        // status.pendingChanges is a gauge for people: at most one write per second per target,
+        // not one per change the mirror adds.
+        const last = this.pendingWrittenAt.get(key) ?? 0;
+        let wake = Math.min(due.at, nextWaiting);
+        if (now - last >= PENDING_STATUS_INTERVAL_MS) {
+          this.pendingWrittenAt.set(key, now);
+          await this.writeTargetStatus(gt, { pending: pendingCount(rec) });
+        } else wake = Math.min(wake, last + PENDING_STATUS_INTERVAL_MS);
+        return { requeueAfterMs: Math.max(0, wake - now) };
       }
       await this.records.mutate(target, (r) => {
         const w = r.windows[0];

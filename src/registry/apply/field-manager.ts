@@ -78,7 +78,7 @@ export class FieldManager {
   /**
    * Records an update by `manager`: the fields it changed become its own (and no one else's).
    * `requestManaged` is metadata.managedFields as the client sent it: on the main resource a valid,
-   * non-empty value replaces the stored one (how kubectl migrates client-side apply), `[]` resets.
+   * non-empty value replaces the stored one (how kubectl migrates client-side apply), `[{}]` resets.
    */
   update(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): void {
     let managed: Managed;

@@ -85,3 +85,27 @@ export function resolve(shape: Shape, v: unknown): Shape {
   if (shape.kind === 'list' && !Array.isArray(v)) return SCALAR;
   return shape;
 }
+
+/**
+ * Removes fields the schema does not declare from `v` (in place) and returns their paths
+ * (`spec.bogus`, `spec.resources[0].x`). An apply configuration is pruned this way under
+ * fieldValidation Warn/Ignore before ownership is computed, so nobody owns a field that is not
+ * stored. (kube-apiserver answers 500 for such a configuration to a CRD; we prune or, under Strict,
+ * refuse with 422 like every other write.)
+ */
+export function pruneUnknown(v: unknown, shape: Shape, path = ''): string[] {
+  const s = resolve(shape, v);
+  const out: string[] = [];
+  if (s.kind === 'map' && isPlainObject(v)) {
+    for (const k of Object.keys(v)) {
+      const p = path ? `${path}.${k}` : k;
+      if (!s.fields.has(k) && !s.elem) {
+        out.push(p);
+        delete v[k];
+      } else out.push(...pruneUnknown(v[k], fieldShape(s, k), p));
+    }
+  } else if (s.kind === 'list' && Array.isArray(v)) {
+    v.forEach((item, i) => out.push(...pruneUnknown(item, s.elem, `${path}[${i}]`)));
+  }
+  return out;
+}
