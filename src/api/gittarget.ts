@@ -4,9 +4,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ConditionsSchema, kindSchema } from './meta.js';
 import { type FieldError, forbiddenField, invalidValue } from './field-errors.js';
-// The git engine is the authority on what it can write to; its pure rule modules (no I/O) are shared.
-import { validateRepositoryURL } from '../git/repository-url.js';
-import { validateTargetPath } from '../git/paths.js';
+// What the git engine can write to is decided by the shared destination rules (src/model).
+import { validateRepositoryURL, validateTargetPath } from '../model/destination.js';
 import { validateBranchName } from '../model/branch-name.js';
 
 /** Drops trailing slashes ("tenants/a/" → "tenants/a"); "." stays the root. */
