@@ -48,7 +48,7 @@ export class Registry {
     this.gr = { group: def.group, resource: def.plural, kind: def.kind };
     this.apiVersion = apiVersionOf(def);
     this.validator = compileSchema(def.schema);
-    this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr);
+    this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr, strategy.statusFields);
   }
 
   key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
