@@ -6,6 +6,7 @@ import { ConditionsSchema, kindSchema } from './meta.js';
 import { type FieldError, forbiddenField, invalidValue } from './field-errors.js';
 // What the git engine can write to is decided by the shared destination rules (src/model).
 import { validateRepositoryURL, validateTargetPath } from '../model/destination.js';
+import { validateBranchName } from '../model/branch-name.js';
 
 /** Drops trailing slashes ("tenants/a/" → "tenants/a"); "." stays the root. */
 function normalizeTargetPath(path: string): string {
@@ -179,6 +180,11 @@ export function validateGitTarget(obj: Record<string, unknown>): FieldError[] {
   if (typeof url === 'string') {
     const why = validateRepositoryURL(url);
     if (why) errs.push(invalidValue('spec.repository.url', url, why));
+  }
+  const branch = dig(obj, 'spec', 'branch');
+  if (typeof branch === 'string' && branch !== '') {
+    const why = validateBranchName(branch);
+    if (why) errs.push(invalidValue('spec.branch', branch, `${why} (git check-ref-format: no spaces or ~^:?*[\\, no "..", "@{", "//", no leading "." or "/", no trailing "/" or ".lock")`));
   }
   const path = dig(obj, 'spec', 'path');
   if (typeof path === 'string') {

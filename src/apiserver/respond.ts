@@ -9,12 +9,27 @@ function setWarnings(reply: FastifyReply, warnings: string[]): void {
   if (warnings.length) reply.header('warning', warnings.map((w) => `299 - ${JSON.stringify(w)}`));
 }
 
+const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+
+/** `?pretty=true` (Go's ParseBool spellings): JSON indented by two spaces, as kube-apiserver writes it. */
+function wantsPretty(reply: FastifyReply): boolean {
+  const url = reply.request?.url ?? '';
+  const q = url.indexOf('?');
+  if (q < 0 || !url.includes('pretty=', q)) return false;
+  const v = new URLSearchParams(url.slice(q + 1)).get('pretty');
+  return v !== null && TRUE.has(v);
+}
+
+function jsonBody(reply: FastifyReply, body: unknown): Buffer {
+  return Buffer.from(wantsPretty(reply) ? `${JSON.stringify(body, null, 2)}\n` : JSON.stringify(body));
+}
+
 // Bodies go out as Buffers: fastify then leaves Content-Type exactly as set (for strings it appends
 // `; charset=utf-8` and re-quotes parameters, e.g. the aggregated-discovery media type).
 export function send(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
   if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(stringifyPortable(body)));
-  return reply.code(code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(body)));
+  return reply.code(code).header('content-type', 'application/json').send(jsonBody(reply, body));
 }
 
 // Objects handed out by the store are immutable by contract (src/storage/types.ts; the watch cache
@@ -39,12 +54,13 @@ export function listJSON(head: Record<string, unknown>, items: object[]): string
 
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
-  return reply.code(code).header('content-type', 'application/json').send(Buffer.from(text));
+  const out = wantsPretty(reply) ? Buffer.from(`${JSON.stringify(JSON.parse(text), null, 2)}\n`) : Buffer.from(text);
+  return reply.code(code).header('content-type', 'application/json').send(out);
 }
 
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  return reply.code(status.code).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(status)));
+  return reply.code(status.code).header('content-type', 'application/json').send(jsonBody(reply, status));
 }
 
 export function sendRaw(reply: FastifyReply, code: number, contentType: string, body: Buffer | string, headers: Record<string, string> = {}): FastifyReply {

@@ -145,6 +145,18 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     const labels = requestLabels({ ...info, method: req.method }, info?.apiGroup ?? '', info?.apiVersion ?? '', served);
     metrics.requests.inc({ ...labels, code: String(reply.statusCode) });
     metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
+    // One line per request at debug, like kube-apiserver's httplog: never the body, the query or a
+    // credential (tokens travel in headers, which are not logged).
+    if (log.enabled('debug')) {
+      const who = (req as unknown as { k8sUser?: UserInfo }).k8sUser;
+      log.debug('request', {
+        verb: info?.verb ?? req.method.toLowerCase(),
+        path: req.url.split('?')[0],
+        user: who?.username ?? '',
+        code: reply.statusCode,
+        latencyMs: Math.round(reply.elapsedTime * 1000) / 1000,
+      });
+    }
     done();
   });
   const ctx = { cfg, state, registries, discovery, openapi, metrics };
@@ -277,6 +289,7 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
   (req as unknown as { k8s?: RequestInfo }).k8s = info;
   const authenticated = await authenticate(ctx, req, info.path);
   const user = authenticated && (await actAs(ctx, req, authenticated, info));
+  if (user) (req as unknown as { k8sUser?: UserInfo }).k8sUser = user;
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
   return serveResource(ctx, req, reply, info, query, user!);

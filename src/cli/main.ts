@@ -3,7 +3,8 @@
 // Only what every command needs is imported here; `serve` loads the server when it runs, so
 // `version` and `--help` start in a fraction of the time and never load the git engine.
 import { FlagError, helpText, parseServeFlags } from './options.js';
-import { versionInfo } from './version.js';
+import { preflightServe } from './preflight.js';
+import { KUBERNETES_API_LEVEL, ownVersion, versionInfo } from './version.js';
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -12,7 +13,7 @@ async function main(argv: string[]): Promise<number> {
     return cmd === undefined ? 1 : 0;
   }
   if (cmd === 'version' || cmd === '--version') {
-    process.stdout.write(`${versionInfo().gitVersion}\n`);
+    process.stdout.write(`v${ownVersion()} (Kubernetes API ${KUBERNETES_API_LEVEL}; /version gitVersion ${versionInfo().gitVersion})\n`);
     return 0;
   }
   if (cmd !== 'serve' && cmd !== 'sandbox') {
@@ -22,6 +23,7 @@ async function main(argv: string[]): Promise<number> {
   let opts;
   try {
     opts = parseServeFlags(rest, cmd);
+    preflightServe(opts);
   } catch (e) {
     if (e instanceof FlagError) {
       process.stderr.write(`error: ${e.message}\n`);

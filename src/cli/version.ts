@@ -1,7 +1,15 @@
 // version.Info as kube-apiserver reports it at /version.
 import { readFileSync } from 'node:fs';
 
+/** The Kubernetes API level served (list/watch semantics, WatchList, discovery): kube 1.33. */
+export const KUBERNETES_API_LEVEL = '1.33';
+
 let cached: Record<string, string> | undefined;
+
+/** The server's own version (package.json), e.g. "0.1.0". */
+export function ownVersion(): string {
+  return versionInfo().gitVersion.replace(/^.*\+reverser-apiserver-v/, '');
+}
 
 export function versionInfo(): Record<string, string> {
   if (cached) return cached;
@@ -11,11 +19,14 @@ export function versionInfo(): Record<string, string> {
   } catch {
     /* running from an unusual layout: keep the placeholder */
   }
-  const [major = '0', minor = '0'] = version.split('.');
+  // /version describes the Kubernetes API the server implements, as kube-apiserver's does: kubectl
+  // compares its own minor with `minor` and warns about skew beyond one. The server's own version
+  // goes into gitVersion's semver build metadata, as kcp does (v1.31.0+kcp-v0.26.0).
+  const [major, minor] = KUBERNETES_API_LEVEL.split('.') as [string, string];
   cached = {
     major,
     minor,
-    gitVersion: `v${version}`,
+    gitVersion: `v${KUBERNETES_API_LEVEL}.0+reverser-apiserver-v${version}`,
     gitCommit: process.env.REVERSER_GIT_COMMIT ?? 'unknown',
     gitTreeState: 'clean',
     buildDate: process.env.REVERSER_BUILD_DATE ?? '1970-01-01T00:00:00Z',

@@ -22,6 +22,7 @@ import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
 
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from './committer.js';
+import { validateBranchName } from '../model/branch-name.js';
 export { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME };
 
 export interface GitEngineOptions {
@@ -91,11 +92,8 @@ function naivePlural(kind: string): string {
   return k + 's';
 }
 
-const BRANCH_RE = /^(?!\/|.*\/\/|.*\/$|.*\.\.|.*@\{|.*\.lock$|.*\/\.|\.)[^\0- ~^:?*[\\\x7f]+$/;
-
-export function validateBranchName(branch: string): string | undefined {
-  return typeof branch === 'string' && BRANCH_RE.test(branch) ? undefined : `"${branch}" is not a valid branch name`;
-}
+// The branch rule lives in the shared model (the API validates GitTargets with it); re-exported here.
+export { validateBranchName };
 
 export class GitEngine {
   private readonly http: HttpClient;

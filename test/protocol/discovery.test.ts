@@ -4,6 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tlsConnect } from 'node:tls';
 import { GV, startServer, type StartedServer } from '../support/server.js';
+import { readFileSync } from 'node:fs';
+import { Kubectl, kubectlBinary } from '../support/kubectl.js';
 
 let server: StartedServer;
 before(async () => {
@@ -66,9 +68,21 @@ describe('A. transport, health, generic errors', () => {
     const r = await server.get('/version');
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'application/json');
-    assert.match(r.body.major, /^\d+$/);
-    assert.match(r.body.minor, /^\d+$/);
-    assert.match(r.body.gitVersion, /^v\d+\.\d+\.\d+/);
+    // The Kubernetes API level served, with the server's own version in the build metadata (as kcp).
+    const own = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version;
+    assert.equal(r.body.major, '1');
+    assert.equal(r.body.minor, '33');
+    assert.equal(r.body.gitVersion, `v1.33.0+reverser-apiserver-v${own}`);
+  });
+  test('5: kubectl version (on PATH and 1.33) prints no version-skew warning', async (t) => {
+    for (const version of [undefined, '1.33']) {
+      const k = new Kubectl(kubectlBinary(version), server.kubeconfig);
+      t.after(() => k.cleanup());
+      const r = await k.run(['version', '-o', 'json']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, '', `kubectl ${version ?? '(PATH)'} warned`);
+      assert.equal(JSON.parse(r.stdout).serverVersion.gitVersion.startsWith('v1.33.0+reverser-apiserver-v'), true);
+    }
   });
 });
 

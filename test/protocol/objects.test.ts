@@ -86,6 +86,19 @@ describe('D. create', () => {
       causes: [{ reason: 'FieldValueRequired', message: 'Required value', field: 'spec.repository.url' }],
     });
   });
+  test('37: spec.branch names the git engine refuses are refused at create (422), valid ones accepted', async () => {
+    for (const branch of ['bad branch', 'a..b', 'x.lock', '/lead', 'trail/', 'a//b', '.hidden', 'a@{b', 'q?', 'tab\there']) {
+      const body = gitTarget('badbranch', 'h1', { spec: { branch } });
+      const r = await post('h1', body);
+      assertStatus(r, 422, 'Invalid');
+      assert.deepEqual(r.body.details.causes.map((c: any) => [c.reason, c.field]), [['FieldValueInvalid', 'spec.branch']], r.text);
+      assert.equal(r.body.details.causes[0].message, `Invalid value: ${JSON.stringify(branch)}: "${branch}" is not a valid branch name (git check-ref-format: no spaces or ~^:?*[\\, no "..", "@{", "//", no leading "." or "/", no trailing "/" or ".lock")`);
+    }
+    for (const branch of ['main', 'feature/x-1', 'release-1.2', 'user/alice/wip']) {
+      const r = await post('h1', gitTarget(`ok-${branch.replace(/[^a-z0-9]/g, '-')}`, 'h1', { spec: { branch } }));
+      assert.equal(r.status, 201, r.text);
+    }
+  });
   test('38: dryRun=All → 201 with the would-be object, nothing stored, no watch event', async () => {
     const rv = (await server.get(ns('h1'))).body.metadata.resourceVersion;
     const w = await watch(server, `${ns('h1')}?watch=true&resourceVersion=${rv}`);
@@ -356,6 +369,17 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'application/json');
     assert.equal(r.body.kind, 'GitTargetList');
+  });
+  test('?pretty=true: JSON indented by two spaces with a final newline, for objects, lists and errors', async () => {
+    for (const path of [`${ns('sel')}/demo`, ns('sel'), `${ns('sel')}/missing`]) {
+      const compact = await server.get(path);
+      const pretty = await server.get(`${path}${path.includes('?') ? '&' : '?'}pretty=true`);
+      assert.equal(pretty.status, compact.status);
+      assert.equal(pretty.text, `${JSON.stringify(compact.body, null, 2)}\n`);
+      assert.equal(compact.text, JSON.stringify(compact.body));
+    }
+    assert.equal((await server.get(`${ns('sel')}/demo?pretty=1`)).text.startsWith('{\n  "apiVersion"'), true);
+    assert.equal((await server.get(`${ns('sel')}/demo?pretty=false`)).text.startsWith('{"apiVersion"'), true);
   });
   test('YAML output when asked for', async () => {
     const r = await server.get(`${ns('sel')}/demo`, { accept: 'application/yaml' });

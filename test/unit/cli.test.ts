@@ -3,6 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { issueServerCert, makeCA } from '../support/pki.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -43,5 +47,39 @@ test('unknown and invalid flags exit 2 with a message naming the flag', async ()
     const r = await run(args);
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, msg, args.join(' '));
+  }
+});
+
+test('file and address flags are checked before the data directory is touched: exit 2 naming the flag, nothing written', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-flags-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const ca = makeCA('flags-ca');
+  const a = issueServerCert(ca, 'a');
+  const b = issueServerCert(ca, 'b');
+  const file = (name: string, text: string) => {
+    const p = join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const cert = file('a.crt', a.certPem);
+  const otherKey = file('b.key', b.keyPem);
+  const notPEM = file('not.pem', 'hello\n');
+  const missing = join(dir, 'missing.pem');
+  const cases: Array<[string[], string]> = [
+    [[`--tls-cert-file=${missing}`, `--tls-private-key-file=${otherKey}`], `--tls-cert-file: cannot read ${missing}: no such file`],
+    [[`--tls-cert-file=${notPEM}`, `--tls-private-key-file=${otherKey}`], `--tls-cert-file: ${notPEM} is not a PEM certificate (no "-----BEGIN CERTIFICATE-----" block)`],
+    [[`--tls-cert-file=${cert}`, `--tls-private-key-file=${notPEM}`], `--tls-private-key-file: ${notPEM} is not a PEM private key (no "-----BEGIN ... PRIVATE KEY-----" block)`],
+    [[`--tls-cert-file=${cert}`, `--tls-private-key-file=${otherKey}`], `--tls-private-key-file: ${otherKey} is not the private key of the certificate in --tls-cert-file ${cert}`],
+    [[`--kubeconfig=${missing}`], `--kubeconfig: cannot read ${missing}: no such file`],
+    [[`--kubeconfig=${notPEM}`], `--kubeconfig: ${notPEM} is not a kubeconfig (no clusters)`],
+    [['--bind-address=no-such-host.invalid'], '--bind-address: must be an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::), got "no-such-host.invalid"'],
+    [[`--client-ca-file=${notPEM}`], `--client-ca-file: ${notPEM} is not a PEM certificate (no "-----BEGIN CERTIFICATE-----" block)`],
+  ];
+  for (const [flags, message] of cases) {
+    const dataDir = join(dir, 'data');
+    const r = await run(['serve', `--data-dir=${dataDir}`, '--authorization-mode=AlwaysAllow', '--secure-port=1', ...flags]);
+    assert.equal(r.code, 2, `${flags.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr, `error: ${message}\n`);
+    assert.equal(existsSync(dataDir), false, `${flags.join(' ')} created the data directory`);
   }
 });
