@@ -378,8 +378,10 @@ export class Registry {
           throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
         case 'Expired':
           throw status.gone(e.message);
-        case 'Timeout':
-          throw status.timeout(e.message);
+        case 'Timeout': {
+          const tooLarge = /^Too large resource version: (\d+), current: (\d+)$/.exec(e.message);
+          throw tooLarge ? status.tooLargeResourceVersion(tooLarge[1]!, tooLarge[2]!) : status.timeout(e.message);
+        }
         case 'Unavailable':
           throw status.serviceUnavailable(`storage is unavailable: ${e.message}`, 1);
       }
