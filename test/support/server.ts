@@ -105,7 +105,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...controllersDefault(extraArgs), ...extraArgs],
+    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
