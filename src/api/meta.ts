@@ -1,6 +1,6 @@
 // Schemas of the shared metav1 types (ObjectMeta, Condition) in TypeBox: one definition gives the
 // TypeScript type, the ajv validator and the OpenAPI component.
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 
 export const ObjectMetaSchema = Type.Object(
   {
@@ -91,16 +91,20 @@ export const LocalObjectReferenceSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** The envelope every kind shares: apiVersion, kind, metadata, then its spec and status. */
-export function kindSchema<S extends TSchema, T extends TSchema>(spec: S, status: T, description: string) {
+/** The envelope every kind shares: apiVersion, kind, metadata, then the kind's own top-level fields. */
+export function envelopeSchema<P extends TProperties>(fields: P, description: string) {
   return Type.Object(
     {
       apiVersion: Type.Optional(Type.String({ description: 'APIVersion defines the versioned schema of this representation of an object.' })),
       kind: Type.Optional(Type.String({ description: 'Kind is a string value representing the REST resource this object represents.' })),
       metadata: Type.Optional(ObjectMetaSchema),
-      spec,
-      status: Type.Optional(status),
+      ...fields,
     },
     { additionalProperties: false, description },
   );
+}
+
+/** The envelope of a kind with a spec and a status. */
+export function kindSchema<S extends TSchema, T extends TSchema>(spec: S, status: T, description: string) {
+  return envelopeSchema({ spec, status: Type.Optional(status) }, description);
 }

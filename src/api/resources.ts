@@ -1,7 +1,8 @@
-// The resources of configbutler.ai/v1alpha1, described once. Discovery, OpenAPI, validation,
-// tables and field selectors are all derived from these definitions.
-import type { TSchema } from '@sinclair/typebox';
-import type { FieldError } from './field-errors.js';
+// The resources of configbutler.ai/v1alpha1 (and, for the sandbox, the small Kubernetes core of
+// core-v1.ts and apps-v1.ts), described once.
+import { age, readyMessage, readyReason, readyStatus, type ResourceDefinition } from './definition.js';
+import { SANDBOX_CORE_RESOURCES } from './core-v1.js';
+import { deployments } from './apps-v1.js';
 import { CommitRequestSchema, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
 import { GitTargetSchema, normalizeGitTarget, validateGitTarget, validateGitTargetUpdate } from './gittarget.js';
 
@@ -9,75 +10,8 @@ export const GROUP = 'configbutler.ai';
 export const VERSION = 'v1alpha1';
 export const GROUP_VERSION = `${GROUP}/${VERSION}`;
 
-type Obj = Record<string, any>;
-
-export interface PrinterColumn {
-  name: string;
-  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
-  format?: string;
-  description: string;
-  priority: number;
-  /** JSONPath-like source, published in kcp APIResourceSchemas and docs. */
-  jsonPath: string;
-  value(obj: Obj): string | number | boolean | null;
-}
-
-export interface ResourceDefinition {
-  group: string;
-  version: string;
-  kind: string;
-  listKind: string;
-  plural: string;
-  singular: string;
-  shortNames: string[];
-  categories: string[];
-  namespaced: boolean;
-  schema: TSchema;
-  columns: PrinterColumn[];
-  /** Field selector keys beyond metadata.name / metadata.namespace, with how to read them. */
-  selectableFields: Record<string, (obj: Obj) => string | undefined>;
-  normalize?(obj: Obj): void;
-  validateCreate(obj: Obj): FieldError[];
-  validateUpdate(obj: Obj, old: Obj): FieldError[];
-}
-
-export function condition(obj: Obj, type: string): Obj | undefined {
-  const conds = obj?.status?.conditions;
-  return Array.isArray(conds) ? conds.find((c: Obj) => c?.type === type) : undefined;
-}
-
-const readyStatus: PrinterColumn = {
-  name: 'Ready',
-  type: 'string',
-  description: 'Status of the Ready condition',
-  priority: 0,
-  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-  value: (o) => condition(o, 'Ready')?.status ?? '',
-};
-const readyReason: PrinterColumn = {
-  name: 'Reason',
-  type: 'string',
-  description: 'Reason of the Ready condition',
-  priority: 0,
-  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
-  value: (o) => condition(o, 'Ready')?.reason ?? '',
-};
-const readyMessage: PrinterColumn = {
-  name: 'Message',
-  type: 'string',
-  description: 'Message of the Ready condition',
-  priority: 1,
-  jsonPath: '.status.conditions[?(@.type=="Ready")].message',
-  value: (o) => condition(o, 'Ready')?.message ?? '',
-};
-const age: PrinterColumn = {
-  name: 'Age',
-  type: 'date',
-  description: 'Time since the object was created',
-  priority: 0,
-  jsonPath: '.metadata.creationTimestamp',
-  value: (o) => o?.metadata?.creationTimestamp ?? null,
-};
+export type { PrinterColumn, ResourceDefinition } from './definition.js';
+export { apiVersionOf, condition } from './definition.js';
 
 export const gitTargets: ResourceDefinition = {
   group: GROUP,
@@ -89,6 +23,8 @@ export const gitTargets: ResourceDefinition = {
   shortNames: ['gt'],
   categories: ['gitops'],
   namespaced: true,
+  statusSubresource: true,
+  generation: true,
   schema: GitTargetSchema,
   columns: [
     readyStatus,
@@ -120,6 +56,14 @@ export const gitTargets: ResourceDefinition = {
       jsonPath: '.status.pendingChanges',
       value: (o) => (typeof o?.status?.pendingChanges === 'number' ? o.status.pendingChanges : null),
     },
+    {
+      name: 'Streams',
+      type: 'string',
+      description: 'Source watch streams listed and watching, of all',
+      priority: 1,
+      jsonPath: '.status.streams.summary',
+      value: (o) => o?.status?.streams?.summary ?? '',
+    },
     readyMessage,
   ],
   selectableFields: {
@@ -141,6 +85,8 @@ export const commitRequests: ResourceDefinition = {
   shortNames: ['creq'],
   categories: ['gitops'],
   namespaced: true,
+  statusSubresource: true,
+  generation: true,
   schema: CommitRequestSchema,
   columns: [
     {
@@ -194,8 +140,13 @@ export const commitRequests: ResourceDefinition = {
   validateUpdate: (o, old) => [...validateCommitRequestUpdate(o, old), ...validateCommitRequest(o)],
 };
 
+/** configbutler.ai/v1alpha1: the server's own group. */
 export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests];
 
-export function findResource(plural: string): ResourceDefinition | undefined {
-  return RESOURCES.find((r) => r.plural === plural);
+/** The sandbox's small Kubernetes core: v1 namespaces, configmaps, secrets, serviceaccounts; apps/v1 deployments. */
+export const SANDBOX_RESOURCES: ResourceDefinition[] = [...SANDBOX_CORE_RESOURCES, deployments];
+
+/** The resources a server serves: its own group unless it runs as a standalone sandbox, the sandbox's when enabled. */
+export function servedResources(opts: { configbutler: boolean; sandbox: boolean }): ResourceDefinition[] {
+  return [...(opts.sandbox ? SANDBOX_RESOURCES : []), ...(opts.configbutler ? RESOURCES : [])];
 }

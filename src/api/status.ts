@@ -48,6 +48,11 @@ export interface GroupResource {
   kind?: string;
 }
 
+/** details.group, omitted for the core group as Go's omitempty does. */
+function groupOf(gr: GroupResource): { group?: string } {
+  return gr.group ? { group: gr.group } : {};
+}
+
 function qualified(gr: GroupResource): string {
   return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
 }
@@ -59,7 +64,7 @@ function failure(code: number, reason: string, message: string, details?: Status
 }
 
 export function notFound(gr: GroupResource, name: string): StatusError {
-  return failure(404, 'NotFound', `${qualified(gr)} "${name}" not found`, { name, group: gr.group, kind: gr.resource });
+  return failure(404, 'NotFound', `${qualified(gr)} "${name}" not found`, { name, ...groupOf(gr), kind: gr.resource });
 }
 
 /** Unknown paths: the generic "could not find the requested resource". */
@@ -68,13 +73,13 @@ export function pathNotFound(): StatusError {
 }
 
 export function alreadyExists(gr: GroupResource, name: string): StatusError {
-  return failure(409, 'AlreadyExists', `${qualified(gr)} "${name}" already exists`, { name, group: gr.group, kind: gr.resource });
+  return failure(409, 'AlreadyExists', `${qualified(gr)} "${name}" already exists`, { name, ...groupOf(gr), kind: gr.resource });
 }
 
 export function conflict(gr: GroupResource, name: string, why: string): StatusError {
   return failure(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(gr)} "${name}": ${why}`, {
     name,
-    group: gr.group,
+    ...groupOf(gr),
     kind: gr.resource,
   });
 }
@@ -91,9 +96,9 @@ export const OBJECT_MODIFIED = 'the object has been modified; please apply your 
 
 export function invalid(gr: GroupResource & { kind: string }, name: string, errs: FieldError[]): StatusError {
   const body = errs.length === 1 ? fieldErrorString(errs[0]!) : `[${errs.map(fieldErrorString).join(', ')}]`;
-  return failure(422, 'Invalid', `${gr.kind}.${gr.group} "${name}" is invalid: ${body}`, {
+  return failure(422, 'Invalid', `${gr.group ? `${gr.kind}.${gr.group}` : gr.kind} "${name}" is invalid: ${body}`, {
     name,
-    group: gr.group,
+    ...groupOf(gr),
     kind: gr.kind,
     causes: errs.map((e) => ({ reason: e.type, message: fieldErrorBody(e), field: e.field })),
   });

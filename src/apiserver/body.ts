@@ -1,4 +1,4 @@
-// Request bodies and write options: decoding (JSON, YAML), patch application, and the query
+// Request bodies and write options: decoding (JSON, YAML, protobuf for the sandbox), patch application, and the query
 // parameters every write shares (dryRun, fieldManager, fieldValidation, force).
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { invalidValue, notSupported, required, tooLong } from '../api/field-errors.js';
@@ -8,6 +8,8 @@ import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
 import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
 import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
+import { strategicMergePatch } from './strategic-merge-patch.js';
+import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
 
 const { validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
@@ -33,29 +35,35 @@ function strictness(d: Decoded, mode: FieldValidation, kind?: { kind: string; ve
   return { value: d.value, warnings: problems };
 }
 
-/** Decodes a create/update body by its Content-Type (JSON, or YAML for curl users). */
+/**
+ * Decodes a create/update body by its Content-Type: JSON, YAML for curl users, and Kubernetes
+ * protobuf when `protobuf` is set (the sandbox's core kinds, which kubectl's typed commands send so).
+ */
 export function decodeObjectBody(
   contentType: string | undefined,
   body: unknown,
   mode: FieldValidation = 'Strict',
   kind?: { kind: string; version: string },
+  protobuf = false,
 ): DecodedBody {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
   if (mt === 'application/json' || mt === '') return strictness(decodeJSON(buf, 'object provided'), mode, kind);
   if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(decodeYAML(buf, 'object provided'), mode, kind);
+  if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return { value: decodeProtobufObject(buf), warnings: [] };
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
   );
 }
 
-export type PatchKind = 'merge' | 'json' | 'apply';
+export type PatchKind = 'merge' | 'json' | 'strategic' | 'apply';
 
 export function patchKind(contentType: string | undefined): PatchKind {
   const mt = mediaType(contentType);
   if (mt === 'application/merge-patch+json') return 'merge';
   if (mt === 'application/json-patch+json') return 'json';
+  if (mt === 'application/strategic-merge-patch+json') return 'strategic';
   if (mt === 'application/apply-patch+yaml') return 'apply';
   throw status.unsupportedPatchType();
 }
@@ -78,6 +86,7 @@ export function decodePatch(
   body: unknown,
   mode: FieldValidation = 'Strict',
   limitBytes = MAX_BODY_BYTES,
+  mergeKeys: Record<string, string> = {},
 ): { apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] } {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
@@ -87,6 +96,10 @@ export function decodePatch(
       throw status.badRequest('a merge patch must be a JSON object');
     }
     return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
+  }
+  if (kind === 'strategic') {
+    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
+    return { apply: (current) => checkPatchedSize(strategicMergePatch(current, patch, mergeKeys), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {

@@ -1,7 +1,9 @@
-// Discovery documents: legacy (APIGroupList, APIGroup, APIResourceList) and aggregated
-// (apidiscovery.k8s.io v2 and v2beta1). All are built once; bodies are cached Buffers with ETags.
+// Discovery documents: legacy (/api APIVersions, /apis APIGroupList, APIGroup, APIResourceList) and
+// aggregated (apidiscovery.k8s.io v2 and v2beta1, for /api and /apis). All are built once from the
+// served resource definitions; bodies are cached Buffers with ETags. The core group ('', served
+// under /api) appears only when the sandbox serves it.
 import { createHash } from 'node:crypto';
-import type { ResourceDefinition } from '../api/resources.js';
+import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 
 export const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 const STATUS_VERBS = ['get', 'patch', 'update'];
@@ -16,64 +18,109 @@ function doc(value: unknown): Doc {
   return { body, etag: `"${createHash('sha512').update(body).digest('hex').toUpperCase()}"` };
 }
 
+export interface Aggregated {
+  v2: Doc;
+  v2beta1: Doc;
+}
+
 export interface DiscoveryDocs {
+  /** GET /api: APIVersions (empty without the core group). */
+  coreVersions: Doc;
+  coreAggregated: Aggregated;
+  /** GET /apis */
   groupList: Doc;
-  group: Doc;
-  resourceList: Doc;
-  aggregated: { v2: Doc; v2beta1: Doc };
+  aggregated: Aggregated;
+  /** APIGroup and APIResourceList documents by path: /api/v1, /apis/<group>, /apis/<group>/<version>. */
+  byPath: Map<string, Doc>;
   version: Doc;
 }
 
-export function buildDiscovery(group: string, version: string, resources: ResourceDefinition[], serverVersion: Record<string, string>): DiscoveryDocs {
-  const gv = { groupVersion: `${group}/${version}`, version };
-  const apiGroup = { name: group, versions: [gv], preferredVersion: gv };
-  const legacyResources = resources.flatMap((r) => {
-    const storageVersionHash = createHash('sha256').update(`${group}/${version}/${r.kind}`).digest('base64').slice(0, 12);
-    return [
-      {
-        name: r.plural,
-        singularName: r.singular,
-        namespaced: r.namespaced,
-        kind: r.kind,
-        verbs: VERBS,
-        shortNames: r.shortNames,
-        categories: r.categories,
-        storageVersionHash,
-      },
-      { name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: STATUS_VERBS },
-    ];
+interface GroupVersion {
+  group: string;
+  version: string;
+  resources: ResourceDefinition[];
+}
+
+function groupVersions(resources: ResourceDefinition[]): GroupVersion[] {
+  const out: GroupVersion[] = [];
+  for (const r of resources) {
+    let gv = out.find((g) => g.group === r.group && g.version === r.version);
+    if (!gv) out.push((gv = { group: r.group, version: r.version, resources: [] }));
+    gv.resources.push(r);
+  }
+  return out;
+}
+
+function legacyResources(gv: GroupVersion): unknown[] {
+  return gv.resources.flatMap((r) => {
+    const storageVersionHash = createHash('sha256').update(`${apiVersionOf(r)}/${r.kind}`).digest('base64').slice(0, 12);
+    const main: Record<string, unknown> = { name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: VERBS };
+    if (r.shortNames.length) main.shortNames = r.shortNames;
+    if (r.categories.length) main.categories = r.categories;
+    main.storageVersionHash = storageVersionHash;
+    const out: unknown[] = [main];
+    if (r.statusSubresource) out.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: STATUS_VERBS });
+    return out;
   });
-  const aggregated = (apiVersion: string) => ({
-    kind: 'APIGroupDiscoveryList',
-    apiVersion,
-    metadata: {},
-    items: [
-      {
-        metadata: { name: group, creationTimestamp: null },
-        versions: [
-          {
-            version,
-            freshness: 'Current',
-            resources: resources.map((r) => ({
-              resource: r.plural,
-              responseKind: { group, version, kind: r.kind },
-              scope: r.namespaced ? 'Namespaced' : 'Cluster',
-              singularResource: r.singular,
-              verbs: VERBS,
-              shortNames: r.shortNames,
-              categories: r.categories,
-              subresources: [{ subresource: 'status', responseKind: { group, version, kind: r.kind }, verbs: STATUS_VERBS }],
-            })),
-          },
-        ],
-      },
-    ],
-  });
+}
+
+function aggregatedVersion(gv: GroupVersion): unknown {
   return {
-    groupList: doc({ kind: 'APIGroupList', apiVersion: 'v1', groups: [apiGroup] }),
-    group: doc({ kind: 'APIGroup', apiVersion: 'v1', ...apiGroup }),
-    resourceList: doc({ kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv.groupVersion, resources: legacyResources }),
-    aggregated: { v2: doc(aggregated('apidiscovery.k8s.io/v2')), v2beta1: doc(aggregated('apidiscovery.k8s.io/v2beta1')) },
+    version: gv.version,
+    freshness: 'Current',
+    resources: gv.resources.map((r) => {
+      const out: Record<string, unknown> = {
+        resource: r.plural,
+        responseKind: { group: r.group, version: r.version, kind: r.kind },
+        scope: r.namespaced ? 'Namespaced' : 'Cluster',
+        singularResource: r.singular,
+        verbs: VERBS,
+      };
+      if (r.shortNames.length) out.shortNames = r.shortNames;
+      if (r.categories.length) out.categories = r.categories;
+      if (r.statusSubresource) out.subresources = [{ subresource: 'status', responseKind: { group: r.group, version: r.version, kind: r.kind }, verbs: STATUS_VERBS }];
+      return out;
+    }),
+  };
+}
+
+function aggregatedDocs(items: unknown[]): Aggregated {
+  const list = (apiVersion: string) => doc({ kind: 'APIGroupDiscoveryList', apiVersion, metadata: {}, items });
+  return { v2: list('apidiscovery.k8s.io/v2'), v2beta1: list('apidiscovery.k8s.io/v2beta1') };
+}
+
+export function buildDiscovery(resources: ResourceDefinition[], serverVersion: Record<string, string>): DiscoveryDocs {
+  const gvs = groupVersions(resources);
+  const core = gvs.filter((g) => g.group === '');
+  const named = gvs.filter((g) => g.group !== '');
+  const byPath = new Map<string, Doc>();
+
+  for (const gv of core) {
+    byPath.set(`/api/${gv.version}`, doc({ kind: 'APIResourceList', groupVersion: gv.version, resources: legacyResources(gv) }));
+  }
+  const groupNames = [...new Set(named.map((g) => g.group))];
+  const apiGroups = groupNames.map((name) => {
+    const versions = named.filter((g) => g.group === name).map((g) => ({ groupVersion: `${name}/${g.version}`, version: g.version }));
+    return { name, versions, preferredVersion: versions[0]! };
+  });
+  for (const g of apiGroups) byPath.set(`/apis/${g.name}`, doc({ kind: 'APIGroup', apiVersion: 'v1', ...g }));
+  for (const gv of named) {
+    byPath.set(
+      `/apis/${gv.group}/${gv.version}`,
+      doc({ kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${gv.group}/${gv.version}`, resources: legacyResources(gv) }),
+    );
+  }
+  const coreItems = core.length ? [{ metadata: { creationTimestamp: null }, versions: core.map(aggregatedVersion) }] : [];
+  const namedItems = groupNames.map((name) => ({
+    metadata: { name, creationTimestamp: null },
+    versions: named.filter((g) => g.group === name).map(aggregatedVersion),
+  }));
+  return {
+    coreVersions: doc({ kind: 'APIVersions', versions: core.map((g) => g.version), serverAddressByClientCIDRs: [] }),
+    coreAggregated: aggregatedDocs(coreItems),
+    groupList: doc({ kind: 'APIGroupList', apiVersion: 'v1', groups: apiGroups }),
+    aggregated: aggregatedDocs(namedItems),
+    byPath,
     version: doc(serverVersion),
   };
 }

@@ -1,13 +1,14 @@
 // Non-resource endpoints: health, version, discovery and OpenAPI documents.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as status from '../api/status.js';
-import { GROUP, VERSION } from '../api/resources.js';
 import { aggregatedContentType, type Doc } from './discovery.js';
-import { V2_PROTOBUF_CONTENT_TYPE } from './openapi/index.js';
+import { V2_PROTOBUF_CONTENT_TYPE, type OpenAPIGroupVersionDoc } from './openapi/index.js';
 import { parseAccept, wantsAggregatedDiscovery } from './negotiation.js';
 import { sendRaw } from './respond.js';
 import type { RequestInfo } from './request-info.js';
-import type { ServerContext } from './server.js';
+import type { DiscoveryDocs } from './discovery.js';
+import type { OpenAPIDocuments } from './openapi/index.js';
+import type { ServerMetrics } from '../metrics/metrics.js';
 
 export interface HealthCheck {
   name: string;
@@ -17,12 +18,21 @@ export interface HealthCheck {
   info?(): string | undefined;
 }
 
+/** What the non-resource endpoints read; the server passes its own context (imports stay one-way). */
+export interface NonResourceContext {
+  cfg: { healthChecks?: HealthCheck[] };
+  state: { storageHealth(): string | undefined };
+  discovery: DiscoveryDocs;
+  openapi: OpenAPIDocuments;
+  metrics: ServerMetrics;
+}
+
 const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 
-function health(ctx: ServerContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
+function health(ctx: NonResourceContext, reply: FastifyReply, path: string, query: URLSearchParams): FastifyReply {
   const checks: HealthCheck[] = [{ name: 'ping', check: () => undefined }];
   if (path === '/readyz') {
-    checks.push({ name: 'storage', check: () => ctx.state.store.unhealthyReason() });
+    checks.push({ name: 'storage', check: () => ctx.state.storageHealth() });
     checks.push(...(ctx.cfg.healthChecks ?? []));
   }
   const results = checks.map((c) => ({ name: c.name, why: c.check(), info: c.info?.() }));
@@ -43,21 +53,17 @@ function sendDoc(req: FastifyRequest, reply: FastifyReply, doc: Doc, contentType
   return sendRaw(reply, 200, contentType, doc.body, { etag: doc.etag, ...extra });
 }
 
-function discoveryRoot(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, core: boolean): FastifyReply {
+function discoveryRoot(ctx: NonResourceContext, req: FastifyRequest, reply: FastifyReply, core: boolean): FastifyReply {
   const want = wantsAggregatedDiscovery(req.headers.accept);
   if (want === 'none') throw status.notAcceptable();
   if (want === 'v2' || want === 'v2beta1') {
-    if (core) {
-      const body = { kind: 'APIGroupDiscoveryList', apiVersion: `apidiscovery.k8s.io/${want}`, metadata: {}, items: [] };
-      return sendRaw(reply, 200, aggregatedContentType(want), JSON.stringify(body), { vary: 'Accept' });
-    }
-    return sendDoc(req, reply, ctx.discovery.aggregated[want], aggregatedContentType(want), { vary: 'Accept', 'cache-control': 'public' });
+    const docs = core ? ctx.discovery.coreAggregated : ctx.discovery.aggregated;
+    return sendDoc(req, reply, docs[want], aggregatedContentType(want), { vary: 'Accept', 'cache-control': 'public' });
   }
-  if (core) return sendRaw(reply, 200, 'application/json', JSON.stringify({ kind: 'APIVersions', versions: [], serverAddressByClientCIDRs: [] }));
-  return sendRaw(reply, 200, 'application/json', ctx.discovery.groupList.body, { vary: 'Accept' });
+  return sendRaw(reply, 200, 'application/json', core ? ctx.discovery.coreVersions.body : ctx.discovery.groupList.body, { vary: 'Accept' });
 }
 
-function openapiV2(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+function openapiV2(ctx: NonResourceContext, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   for (const r of parseAccept(req.headers.accept)) {
     if (r.type === 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' || r.type === 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf') {
       return sendDoc(req, reply, ctx.openapi.v2Protobuf, V2_PROTOBUF_CONTENT_TYPE);
@@ -69,8 +75,7 @@ function openapiV2(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply)
   throw status.notAcceptable('only the following media types are accepted: application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf');
 }
 
-function openapiV3GroupVersion(ctx: ServerContext, req: FastifyRequest, reply: FastifyReply, query: URLSearchParams): FastifyReply {
-  const gv = ctx.openapi.v3GroupVersion;
+function openapiV3GroupVersion(req: FastifyRequest, reply: FastifyReply, query: URLSearchParams, gv: OpenAPIGroupVersionDoc): FastifyReply {
   const hash = query.get('hash');
   if (hash !== null && hash !== gv.hash) {
     return reply.code(301).header('location', `/openapi/v3/${gv.path}?hash=${gv.hash}`).send();
@@ -84,7 +89,7 @@ function openapiV3GroupVersion(ctx: ServerContext, req: FastifyRequest, reply: F
 }
 
 export async function serveNonResource(
-  ctx: ServerContext,
+  ctx: NonResourceContext,
   req: FastifyRequest,
   reply: FastifyReply,
   info: RequestInfo,
@@ -92,7 +97,7 @@ export async function serveNonResource(
 ): Promise<void> {
   const path = info.path.length > 1 ? info.path.replace(/\/+$/, '') : info.path;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    if (HEALTH_PATHS.has(path) || path.startsWith('/apis') || path.startsWith('/openapi') || path === '/version' || path === '/api') {
+    if (HEALTH_PATHS.has(path) || path.startsWith('/apis') || path.startsWith('/openapi') || path === '/version' || path === '/api' || path.startsWith('/api/')) {
       throw status.methodNotAllowed();
     }
     throw status.pathNotFound();
@@ -114,21 +119,22 @@ export async function serveNonResource(
     case '/apis':
       discoveryRoot(ctx, req, reply, false);
       return;
-    case `/apis/${GROUP}`:
-      sendRaw(reply, 200, 'application/json', ctx.discovery.group.body);
-      return;
-    case `/apis/${GROUP}/${VERSION}`:
-      sendRaw(reply, 200, 'application/json', ctx.discovery.resourceList.body);
-      return;
     case '/openapi/v2':
       openapiV2(ctx, req, reply);
       return;
     case '/openapi/v3':
       sendDoc(req, reply, ctx.openapi.v3Root, 'application/json');
       return;
-    case `/openapi/v3/${ctx.openapi.v3GroupVersion.path}`:
-      openapiV3GroupVersion(ctx, req, reply, query);
-      return;
+  }
+  const discovery = ctx.discovery.byPath.get(path);
+  if (discovery) {
+    sendRaw(reply, 200, 'application/json', discovery.body);
+    return;
+  }
+  const gv = path.startsWith('/openapi/v3/') ? ctx.openapi.v3GroupVersions.get(path.slice('/openapi/v3/'.length)) : undefined;
+  if (gv) {
+    openapiV3GroupVersion(req, reply, query, gv);
+    return;
   }
   throw status.pathNotFound();
 }

@@ -1,6 +1,6 @@
 // How objects go on the wire: plain, as a meta.k8s.io Table, or as PartialObjectMetadata.
 import type { ResourceDefinition } from '../api/resources.js';
-import type { KubeObject } from '../storage/types.js';
+import type { KubeObject } from '../model/object.js';
 import { badRequest } from '../api/status.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';

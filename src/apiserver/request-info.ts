@@ -19,12 +19,14 @@ export interface RequestInfo {
   name: string;
   /** The name authorization sees: `name`, or for a list/watch with fieldSelector=metadata.name=<n>, <n>. */
   authorizationName: string;
-  /** Path segments after /apis/<group>/<version> (for 404 decisions). */
+  /** Path segments after /api/<version> or /apis/<group>/<version> (for 404 decisions). */
   parts: string[];
 }
 
 /** Logical cluster names as kcp resolves them: lower-case alphanumerics and dashes, no path (":") forms. */
 const CLUSTER_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 
 export class BadClusterError extends Error {}
 
@@ -66,22 +68,24 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
       return s;
     }
   });
-  if (segs[0] !== 'apis' || segs.length < 3) return info;
-  info.apiGroup = segs[1]!;
-  info.apiVersion = segs[2]!;
-  let parts = segs.slice(3);
+  // /api/<version>/... is the core group (''); /apis/<group>/<version>/... every other group.
+  let parts: string[];
+  if (segs[0] === 'api' && segs.length >= 2) {
+    info.apiVersion = segs[1]!;
+    parts = segs.slice(2);
+  } else if (segs[0] === 'apis' && segs.length >= 3) {
+    info.apiGroup = segs[1]!;
+    info.apiVersion = segs[2]!;
+    parts = segs.slice(3);
+  } else return info;
   info.parts = parts;
-  if (parts.length === 0) return info; // /apis/<g>/<v> discovery
+  if (parts.length === 0) return info; // /api/<v> or /apis/<g>/<v> discovery
   info.isResourceRequest = true;
-  if (parts[0] === 'namespaces') {
-    if (parts.length > 1) info.namespace = parts[1]!;
-    if (parts.length > 2) parts = parts.slice(2);
-    else {
-      // /apis/<g>/<v>/namespaces[/<name>]: the namespaces resource itself, which we do not serve.
-      info.resource = 'namespaces';
-      info.name = parts[1] ?? '';
-      parts = [];
-    }
+  if (parts[0] === 'namespaces' && parts.length > 1) {
+    info.namespace = parts[1]!;
+    // /namespaces/<ns>/<resource>... unless the third part is a subresource of the namespace itself
+    // (status, finalize), as k8s.io/apiserver's RequestInfoFactory decides.
+    if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2]!)) parts = parts.slice(2);
   }
   if (parts.length > 0) info.resource = parts[0]!;
   if (parts.length > 1) info.name = parts[1]!;

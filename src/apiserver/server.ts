@@ -5,11 +5,12 @@ import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { TLSSocket } from 'node:tls';
 import type { Http2SecureServer } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
-import { GROUP, RESOURCES, VERSION, findResource, type ResourceDefinition } from '../api/resources.js';
+import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
 import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type UserInfo } from '../auth/types.js';
-import { Registry, type ResourceHooks } from '../registry/registry.js';
+import { Registries } from '../registry/registries.js';
+import type { ResourceStrategy } from '../registry/strategy.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
 import { createServerMetrics, requestLabels, type ServerMetrics } from '../metrics/metrics.js';
@@ -35,8 +36,12 @@ export interface ServerConfig {
   anonymousPaths?: string[];
   log: Logger;
   version: Record<string, string>;
-  /** Per-resource behaviour (e.g. CommitRequest's submitter and assert-author). */
-  hooks?: Record<string, ResourceHooks>;
+  /** The served resources (default: configbutler.ai/v1alpha1 only). */
+  resources?: ResourceDefinition[];
+  /** Per-resource strategies beyond what a definition implies, by plural (e.g. CommitRequest's submitter and assert-author). */
+  strategies?: Record<string, ResourceStrategy>;
+  /** The sandbox's namespace lifecycle (namespaces must exist, kube-root-ca.crt); on when namespaces are served. */
+  namespaceLifecycle?: { rootCAPem: string };
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
@@ -48,14 +53,15 @@ export interface ServerConfig {
 
 export interface BuiltServer {
   app: FastifyInstance;
-  registries: Map<string, Registry>;
+  /** Every served resource's registry; in-process controllers use these under a system identity. */
+  registries: Registries;
   openapi: OpenAPIDocuments;
   listen(port: number, host: string): Promise<string>;
   close(): Promise<void>;
 }
 
 const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-const SERVED_RESOURCES: ReadonlySet<string> = new Set(RESOURCES.map((r) => r.plural));
+const NONE: ReadonlySet<string> = new Set();
 
 export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const log = cfg.log;
@@ -64,17 +70,17 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const maxRequestBytes = cfg.maxRequestBytes ?? MAX_BODY_BYTES;
   const store = instrumentStore(cfg.store, metrics.registry);
   const state: ServerState = {
-    store,
+    storageHealth: () => store.unhealthyReason(),
     log,
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
     metrics,
     maxRequestBytes,
   };
-  const registries = new Map<string, Registry>();
-  for (const def of RESOURCES) registries.set(def.plural, new Registry(def, store, cfg.hooks?.[def.plural]));
-  const discovery: DiscoveryDocs = buildDiscovery(GROUP, VERSION, RESOURCES, cfg.version);
-  const openapi = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
+  const resources = cfg.resources ?? RESOURCES;
+  const registries = new Registries(store, resources, { strategies: cfg.strategies, namespaceLifecycle: cfg.namespaceLifecycle });
+  const discovery: DiscoveryDocs = buildDiscovery(resources, cfg.version);
+  const openapi = buildOpenAPIDocuments(resources, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
   const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...cfg.connections };
   const app = fastify({
@@ -134,7 +140,9 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
 
   app.addHook('onResponse', (req, reply, done) => {
     const info = (req as unknown as { k8s?: RequestInfo }).k8s;
-    const labels = requestLabels({ ...info, method: req.method }, GROUP, VERSION, SERVED_RESOURCES);
+    // The resource label comes from the closed set of served resources (any group, the sandbox's too).
+    const served = info?.isResourceRequest && registries.lookup(info.apiGroup, info.apiVersion, info.resource) ? new Set([info.resource]) : NONE;
+    const labels = requestLabels({ ...info, method: req.method }, info?.apiGroup ?? '', info?.apiVersion ?? '', served);
     metrics.requests.inc({ ...labels, code: String(reply.statusCode) });
     metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
     // One line per request at debug, like kube-apiserver's httplog: never the body, the query or a
@@ -175,7 +183,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
 interface Ctx {
   cfg: ServerConfig;
   state: ServerState;
-  registries: Map<string, Registry>;
+  registries: Registries;
   discovery: DiscoveryDocs;
   openapi: OpenAPIDocuments;
   metrics: ServerMetrics;
@@ -295,11 +303,12 @@ async function serveResource(
   query: URLSearchParams,
   user: UserInfo,
 ): Promise<void> {
-  if (info.apiGroup !== GROUP || info.apiVersion !== VERSION) throw status.pathNotFound();
-  const def: ResourceDefinition | undefined = findResource(info.resource);
-  const registry = ctx.registries.get(info.resource);
-  if (!def || !registry) throw status.pathNotFound();
-  if (info.subresource && info.subresource !== 'status') throw status.pathNotFound();
+  const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
+  if (!registry) throw status.pathNotFound();
+  const def = registry.def;
+  if (info.subresource && (info.subresource !== 'status' || !def.statusSubresource)) throw status.pathNotFound();
+  // A cluster-scoped resource has no namespaced path (a namespace's own path names it twice).
+  if (!def.namespaced && info.namespace && !(def.plural === 'namespaces' && info.namespace === info.name)) throw status.pathNotFound();
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();

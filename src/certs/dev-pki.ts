@@ -54,13 +54,14 @@ export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAdd
 }
 
 /** A kubeconfig for a client certificate user; certificate data is embedded so the file stands alone. */
-export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: string; keyPem: string; user: string; namespace?: string }): string {
+export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: string; keyPem: string; user: string; namespace?: string; name?: string }): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const name = opts.name ?? 'reverser';
   return [
     'apiVersion: v1',
     'kind: Config',
     'clusters:',
-    '- name: reverser',
+    `- name: ${name}`,
     '  cluster:',
     `    server: ${opts.server}`,
     `    certificate-authority-data: ${b64(opts.caPem)}`,
@@ -70,12 +71,12 @@ export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: s
     `    client-certificate-data: ${b64(opts.certPem)}`,
     `    client-key-data: ${b64(opts.keyPem)}`,
     'contexts:',
-    '- name: reverser',
+    `- name: ${name}`,
     '  context:',
-    '    cluster: reverser',
+    `    cluster: ${name}`,
     `    user: ${opts.user}`,
     `    namespace: ${opts.namespace ?? 'default'}`,
-    'current-context: reverser',
+    `current-context: ${name}`,
     '',
   ].join('\n');
 }

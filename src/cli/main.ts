@@ -8,7 +8,7 @@ import { KUBERNETES_API_LEVEL, ownVersion, versionInfo } from './version.js';
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
-  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || (cmd === 'serve' && (rest.includes('--help') || rest.includes('-h')))) {
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && (rest.includes('--help') || rest.includes('-h')))) {
     process.stdout.write(helpText());
     return cmd === undefined ? 1 : 0;
   }
@@ -16,13 +16,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`v${ownVersion()} (Kubernetes API ${KUBERNETES_API_LEVEL}; /version gitVersion ${versionInfo().gitVersion})\n`);
     return 0;
   }
-  if (cmd !== 'serve') {
+  if (cmd !== 'serve' && cmd !== 'sandbox') {
     process.stderr.write(`unknown command ${JSON.stringify(cmd)}; run reverser-apiserver --help\n`);
     return 2;
   }
   let opts;
   try {
-    opts = parseServeFlags(rest);
+    opts = parseServeFlags(rest, cmd);
     preflightServe(opts);
   } catch (e) {
     if (e instanceof FlagError) {

@@ -40,9 +40,22 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
   { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
   { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
+  {
+    name: 'sandbox',
+    description:
+      'Also serve a small Kubernetes core (v1 namespaces, configmaps, secrets, serviceaccounts; apps/v1 deployments) as a stand-in source cluster. `--sandbox` alone means true.',
+    default: 'false',
+  },
 ];
 
+/** What a process serves: `serve` is the API server (optionally with the sandbox), `sandbox` the sandbox alone. */
+export type ServeMode = 'serve' | 'sandbox';
+
 export interface ServeOptions {
+  /** `sandbox`: the `reverser-apiserver sandbox` command (no configbutler.ai group, no controllers). */
+  mode: ServeMode;
+  /** Serve the sandbox's Kubernetes core (always true in the sandbox mode). */
+  sandbox: boolean;
   securePort: number;
   bindAddress: string;
   dataDir: string;
@@ -81,6 +94,8 @@ export function helpText(): string {
     '',
     'Usage:',
     '  reverser-apiserver serve [flags]   run the API server',
+    '  reverser-apiserver sandbox [flags] run only the sandbox (a small Kubernetes core) and write <data-dir>/sandbox.kubeconfig;',
+    '                                     same flags as serve (--authorization-mode defaults to AlwaysAllow)',
     '  reverser-apiserver version         print the version',
     '  reverser-apiserver --help          this text',
     '',
@@ -99,8 +114,23 @@ function int(values: Record<string, string | undefined>, name: string, min: numb
   return Number(v);
 }
 
-export function parseServeFlags(argv: string[]): ServeOptions {
+/** Flags that may be given bare (`--sandbox`) to mean true, as Go's boolean flags. */
+const BOOLEAN_FLAGS = new Set(['sandbox']);
+
+function bool(name: string, v: string): boolean {
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new FlagError(`--${name}: must be true or false, got ${JSON.stringify(v)}`);
+}
+
+export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): ServeOptions {
   const flags = allServeFlags();
+  if (mode === 'sandbox') {
+    // A standalone sandbox has no hosting cluster to ask: its clients are the admin of its kubeconfig.
+    const authz = flags.find((f) => f.name === 'authorization-mode');
+    if (authz) authz.default = 'AlwaysAllow';
+  }
+  argv = argv.map((a) => (BOOLEAN_FLAGS.has(a.replace(/^--/, '')) && a.startsWith('--') ? `${a}=true` : a));
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
@@ -161,6 +191,8 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     if (e instanceof AuthFlagError) throw new FlagError(e.message);
     throw e;
   }
+  const sandbox = bool('sandbox', values['sandbox']!);
+  if (mode === 'sandbox' && explicit('sandbox') && !sandbox) throw new FlagError('--sandbox=false: the sandbox command always serves the sandbox');
   let registration: RegistrationOptions;
   try {
     const hostingConfigured = !!values['kubeconfig'] || !!process.env.KUBERNETES_SERVICE_HOST;
@@ -170,6 +202,8 @@ export function parseServeFlags(argv: string[]): ServeOptions {
     throw e;
   }
   return {
+    mode,
+    sandbox: mode === 'sandbox' || sandbox,
     securePort,
     bindAddress: values['bind-address']!,
     dataDir,

@@ -7,7 +7,9 @@ import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
-import { commitRequestHooks } from '../registry/commitrequest-hooks.js';
+import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
+import { ensureInitialNamespaces } from '../registry/namespaces.js';
+import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
 import { versionInfo } from './version.js';
 import type { CommitEngine } from '../git/index.js';
@@ -52,11 +54,14 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let certPem: string;
   let keyPem: string;
   let devAdmin: { caPem: string; certFile: string; keyFile: string } | undefined;
+  // The sandbox's kube-root-ca.crt: the CA a client needs to trust this server.
+  let rootCAPem: string;
   /** The CA that signed the serving certificate when we generated it (the APIService caBundle). */
   let generatedCAFile: string | undefined;
   if (opts.tlsCertFile && opts.tlsKeyFile) {
     certPem = readFileSync(opts.tlsCertFile, 'utf8');
     keyPem = readFileSync(opts.tlsKeyFile, 'utf8');
+    rootCAPem = certPem;
   } else {
     const pki = ensureDevPKI(opts.certDir, {
       dnsNames: ['localhost', 'reverser-apiserver', 'reverser-apiserver.reverser-system.svc', 'reverser-apiserver.reverser-system.svc.cluster.local'],
@@ -64,6 +69,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     });
     certPem = pki.serving.certPem;
     keyPem = pki.serving.keyPem;
+    rootCAPem = pki.caPem;
     generatedCAFile = pki.caFile;
     if (opts.devPKI) {
       opts.authn.clientCAFile = pki.caFile;
@@ -96,7 +102,9 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
-    hooks: { commitrequests: commitRequestHooks(authz.authorizer) },
+    resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
+    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
     healthChecks: opts.registration.enabled
@@ -105,31 +113,44 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     maxRequestBytes: opts.maxRequestBytes,
     connections: opts.connections,
   });
+  // A fresh sandbox has the namespaces a fresh cluster has (default, kube-system, ...).
+  if (opts.sandbox) await ensureInitialNamespaces(server.registries);
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
-  log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode });
-  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
-  let controllers: RunningControllers | undefined;
-  if (opts.controllers.size > 0) {
-    const { startControllers } = await import('../controllers/index.js');
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
-  }
-  if (devAdmin) {
-    const kubeconfig = join(opts.dataDir, 'admin.kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      kubeconfigYAML({
+  log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
+  // The admin kubeconfig of the dev PKI; in development also the mirror's way into this server's own sandbox.
+  const adminKubeconfig = devAdmin
+    ? kubeconfigYAML({
         server: url,
         caPem: devAdmin.caPem,
         certPem: readFileSync(devAdmin.certFile, 'utf8'),
         keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
         user: 'admin',
-      }),
-      { mode: 0o600 },
-    );
+        name: opts.mode === 'sandbox' ? 'reverser-sandbox' : 'reverser',
+      })
+    : undefined;
+  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
+  // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
+  let controllers: RunningControllers | undefined;
+  if (opts.mode === 'serve' && opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    const { defaultSourceConfig } = await import('../controllers/source/index.js');
+    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
+    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
+    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+  }
+  if (adminKubeconfig) {
+    const standalone = opts.mode === 'sandbox';
+    const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
+    writeFileSync(kubeconfig, adminKubeconfig, { mode: 0o600 });
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
-    process.stdout.write(`reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`);
+    process.stdout.write(
+      standalone
+        ? `reverser-apiserver sandbox is serving on ${url}\nkubectl --kubeconfig ${shown} get namespaces\n`
+        : `reverser-apiserver is serving on ${url}\nkubectl --kubeconfig ${shown} get gittargets -A\n`,
+    );
   }
   if (opts.registration.enabled) {
     registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);

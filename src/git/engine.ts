@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { HttpClient } from 'isomorphic-git';
-import type { KubeObject } from '../storage/types.js';
+import type { KubeObject } from '../model/object.js';
 import { GitEngineError, classifyError } from './errors.js';
 import { FolderIndex } from './folder-index.js';
 import { IdentityCache } from './identity-cache.js';

@@ -3,7 +3,7 @@
 // update diffs only the lines that changed. Edits merge into the parsed document, which keeps the
 // comments, key order and the other documents of a multi-document file.
 import { Document, isMap, isScalar, isSeq, parseAllDocuments, type Node, type Pair } from 'yaml';
-import type { KubeObject } from '../storage/types.js';
+import type { KubeObject } from '../model/object.js';
 import { quoteAmbiguousScalars } from '../model/yaml-scalars.js';
 
 export const YAML_OPTIONS = { indent: 2, indentSeq: true, lineWidth: 0, minContentWidth: 0 } as const;

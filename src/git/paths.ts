@@ -1,30 +1,8 @@
 // File layout in the repository (design §6, digest §3.1).
+import { normalizeTargetPath, validateTargetPath } from '../model/destination.js';
 
-/**
- * Validates a GitTarget `spec.path`. Returns an error message, or undefined when valid.
- * Rules: no leading "/", no backslash, no ".." anywhere; "." means the repository root.
- */
-export function validateTargetPath(path: string): string | undefined {
-  if (typeof path !== 'string') return 'path must be a string';
-  if (path.startsWith('/')) return 'path must be relative to the repository root (no leading "/")';
-  if (path.includes('\\')) return 'path must use "/" as separator (no backslash)';
-  if (path.includes('..')) return 'path must not contain ".."';
-  if (/[\0\n\r]/.test(path)) return 'path must not contain control characters';
-  const norm = normalizeTargetPath(path);
-  if (norm.split('/').some((s) => s === '' || s === '.' || s === '.git')) {
-    return norm === '' ? undefined : 'path must not contain empty, "." or ".git" segments';
-  }
-  return undefined;
-}
-
-/** "." and "" become "" (the root); a trailing "/" is dropped. Call after validateTargetPath. */
-export function normalizeTargetPath(path: string): string {
-  let p = path;
-  while (p.endsWith('/')) p = p.slice(0, -1);
-  if (p === '.' || p === '') return '';
-  if (p.startsWith('./')) p = p.slice(2);
-  return p;
-}
+// The folder rules live in the shared model (the API validates GitTargets with them); re-exported here.
+export { normalizeTargetPath, validateTargetPath };
 
 export interface CanonicalPathInput {
   /** The GitTarget folder ("." or "" for the root). */

@@ -1,46 +1,15 @@
 // Repository URLs and credentials. isomorphic-git speaks smart HTTP only; SSH is refused at
 // validation so a GitTarget fails fast with a message instead of a transport error later.
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
+import { validateRepositoryURL } from '../model/destination.js';
+
+// The rule lives in the shared model (the API validates GitTargets with it); re-exported for the engine's callers.
+export { validateRepositoryURL };
 
 export type RepositoryLocation =
   | { kind: 'http'; url: string }
   | { kind: 'file'; gitdir: string }
   | { kind: 'local'; name: string };
-
-const LOCAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-
-/** Returns an error message, or undefined when the URL is usable. Pure: touches no file or network. */
-export function validateRepositoryURL(url: string): string | undefined {
-  if (typeof url !== 'string' || url.trim() === '') return 'repository URL must not be empty';
-  if (/^ssh:\/\//i.test(url) || /^[A-Za-z0-9._-]+@[^:/]+:/.test(url) || /^git\+ssh:/i.test(url)) {
-    return 'SSH repository URLs are not supported (the git engine, isomorphic-git, speaks HTTP(S) only); use an https:// URL with a token';
-  }
-  if (url.startsWith('local:')) {
-    const name = url.slice('local:'.length);
-    return LOCAL_NAME.test(name) && !name.includes('..') && !name.endsWith('.git')
-      ? undefined
-      : 'local:<name> needs a name of letters, digits, ".", "_" or "-" (no "..", no ".git" suffix)';
-  }
-  if (url.startsWith('file://')) {
-    const path = decodeURIComponent(url.slice('file://'.length));
-    if (!path.startsWith('/') || !isAbsolute(path)) return 'file:// URLs must name an absolute path (file:///srv/git/repo.git)';
-    if (path.split('/').includes('..')) return 'file:// URLs must not contain ".."';
-    return undefined;
-  }
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return `repository URL "${url}" is not a valid URL`;
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') {
-    return `repository URL scheme "${u.protocol}" is not supported; use https://, http://, file:///path.git or local:<name>`;
-  }
-  if (!u.hostname) return 'repository URL needs a host';
-  if (u.username || u.password) return 'put credentials in the Secret named by secretRef, not in the URL';
-  if (u.search || u.hash) return 'repository URL must not have a query or fragment';
-  return undefined;
-}
 
 export function parseRepositoryURL(url: string, dataDir: string): RepositoryLocation & { gitdir?: string } {
   const bad = validateRepositoryURL(url);

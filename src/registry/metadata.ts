@@ -1,6 +1,6 @@
 // Server-owned metadata: uid, timestamps, generated names, generation. managedFields live in apply/.
 import { randomInt, randomUUID } from 'node:crypto';
-import type { KubeObject } from '../storage/types.js';
+import type { KubeObject } from '../model/object.js';
 
 /** RFC 3339, UTC, seconds precision, as Kubernetes serializes metav1.Time. */
 export function nowTimestamp(): string {
@@ -39,10 +39,11 @@ export function clone<T>(v: T): T {
   return structuredClone(v);
 }
 
-/** Everything but metadata and status: a change here bumps metadata.generation (CRD rule). */
-export function specChanged(a: KubeObject, b: KubeObject): boolean {
+/** Everything but metadata and the status fields: a change here bumps metadata.generation (CRD rule). */
+export function specChanged(a: KubeObject, b: KubeObject, statusFields: readonly string[] = ['status']): boolean {
   const strip = (o: KubeObject) => {
-    const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
+    const { metadata: _m, apiVersion: _a, kind: _k, ...rest } = o;
+    for (const f of statusFields) delete rest[f];
     return rest;
   };
   return !deepEqual(strip(a), strip(b));

@@ -1,44 +1,30 @@
-// The generic registry: Kubernetes object semantics (create, update, patch, delete, finalizers,
-// generation, dryRun, field validation) on top of a Store. One instance per resource.
-import type { ResourceDefinition } from '../api/resources.js';
+// The generic registry: Kubernetes object semantics (create, update, patch, apply, delete,
+// finalizers, generation, dryRun, field validation) on top of a Store. One instance per resource;
+// what differs between resources (server-set fields, field ownership of main resource and status,
+// rules, side effects) comes from its strategy (strategy.ts). HTTP handlers and in-process
+// controllers call the same methods, with a RequestContext naming who acts.
+import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 import { compileSchema, type FieldValidation, type SchemaValidator } from '../api/validation.js';
 import { validateObjectMeta } from '../api/object-meta.js';
 import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
 import * as status from '../api/status.js';
-import type { UserInfo } from '../auth/types.js';
-import { DEFAULT_CLUSTER, type KubeObject, type ListResult, type ObjectKey, type ResourceRef, type Store, StorageError } from '../storage/types.js';
+import type { KubeObject } from '../model/object.js';
+import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
 import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
 import { listTypeErrors } from './apply/list-rules.js';
+import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
+import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
 
-export interface RequestContext {
-  cluster: string;
-  user: UserInfo;
-}
+export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 
-export interface WriteOptions {
-  dryRun: boolean;
-  fieldManager: string;
-  fieldValidation: FieldValidation;
-  /** Server-side apply only: take over conflicting fields. */
-  force?: boolean;
-}
-
-export interface WriteResult {
-  object: KubeObject;
-  warnings: string[];
-}
-
-/** Resource-specific behaviour beyond the generic rules (e.g. CommitRequest records its submitter). */
-export interface ResourceHooks {
-  beforeCreate?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<void>;
-  beforeUpdate?(ctx: RequestContext, obj: KubeObject, old: KubeObject, subresource: string): Promise<void>;
-}
-
-export interface DeleteOptions {
-  dryRun: boolean;
-  preconditions?: { uid?: string; resourceVersion?: string };
+export interface RegistryOptions {
+  /**
+   * Refuses a namespaced create when its namespace does not exist (the sandbox's namespace
+   * lifecycle); runs before validation, as kube-apiserver's NamespaceLifecycle admission does.
+   */
+  requireNamespace?(ctx: RequestContext, namespace: string): Promise<void>;
 }
 
 const MAX_GENERATE_ATTEMPTS = 8;
@@ -50,20 +36,19 @@ export class Registry {
   private readonly validator: SchemaValidator;
   /** managedFields bookkeeping and server-side apply (src/registry/apply/). */
   readonly fields: FieldManager;
+  readonly apiVersion: string;
 
   constructor(
     readonly def: ResourceDefinition,
     private readonly store: Store,
-    private readonly hooks: ResourceHooks = {},
+    readonly strategy: ResourceStrategy = definitionStrategy(def),
+    private readonly options: RegistryOptions = {},
   ) {
     this.ref = { group: def.group, resource: def.plural };
     this.gr = { group: def.group, resource: def.plural, kind: def.kind };
+    this.apiVersion = apiVersionOf(def);
     this.validator = compileSchema(def.schema);
-    this.fields = new FieldManager(def.schema, `${def.group}/${def.version}`, def.kind, this.gr);
-  }
-
-  get apiVersion(): string {
-    return `${this.def.group}/${this.def.version}`;
+    this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr, strategy.statusFields);
   }
 
   key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
@@ -76,8 +61,16 @@ export class Registry {
     return obj;
   }
 
-  list(cluster: string | undefined, namespace: string | undefined, consistency: 'consistent' | 'any', atRV?: number): Promise<ListResult> {
+  list(cluster: string | undefined, namespace: string | undefined, consistency: 'consistent' | 'any' = 'consistent', atRV?: number): Promise<ListResult> {
     return this.wrap('', () => this.store.list(this.ref, { cluster, namespace: namespace || undefined, consistency, atRV }));
+  }
+
+  /**
+   * Every change after `fromRV` (cluster undefined: every logical cluster; namespace ''/undefined:
+   * every namespace). Rejects with a 410 Gone StatusError when fromRV is older than the retained log.
+   */
+  watch(cluster: string | undefined, namespace: string | undefined, fromRV: number, callbacks: WatchCallbacks): Promise<WatchHandle> {
+    return this.wrap('', () => this.store.watch(this.ref, { cluster, namespace: namespace || undefined, fromRV }, callbacks));
   }
 
   /** Body checks every write shares (protocol §3.11 steps 1–4). */
@@ -112,16 +105,15 @@ export class Registry {
     return obj;
   }
 
-  /** Schema, metadata and resource rules. Mutates obj (defaults, pruning). */
-  private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean): string[] {
-    this.def.normalize?.(obj);
+  /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
+  private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): string[] {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
     const errs: FieldError[] = [...errors];
     errs.push(...validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
     if (errors.length === 0) errs.push(...listTypeErrors(obj, this.fields.shape));
-    if (errors.length === 0) errs.push(...(old ? this.def.validateUpdate(obj, old) : this.def.validateCreate(obj)));
+    if (errors.length === 0) errs.push(...(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj)));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
-    return warnings;
+    return [...warnings, ...(old ? this.strategy.warningsOnUpdate(obj, old) : this.strategy.warningsOnCreate(obj))];
   }
 
   /** POST. `appliedManaged`: managedFields already computed by a server-side apply that creates the object. */
@@ -130,22 +122,25 @@ export class Registry {
     if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '') {
       throw status.badRequest('resourceVersion should not be set on objects to be created');
     }
-    if (this.def.namespaced) obj.metadata.namespace = namespace;
-    else delete obj.metadata.namespace;
-    delete obj.status; // status is written through the status subresource only
+    if (this.def.namespaced) {
+      obj.metadata.namespace = namespace;
+      await this.options.requireNamespace?.(ctx, namespace);
+    } else delete obj.metadata.namespace;
+    for (const f of this.strategy.statusFields) delete obj[f]; // written through the status subresource only
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
     const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
+    this.strategy.prepareForCreate(ctx, obj);
     const warnings = this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
       delete obj.metadata[k];
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
-    await this.hooks.beforeCreate?.(ctx, obj, opts);
+    await this.strategy.admitCreate?.(ctx, obj, opts);
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
-    meta.generation = 1;
+    if (this.strategy.generation) meta.generation = 1;
     if (appliedManaged === undefined) this.fields.update(undefined, obj, undefined, opts.fieldManager, '');
     else obj.metadata.managedFields = appliedManaged as never;
     stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
@@ -158,6 +153,7 @@ export class Registry {
       }
       try {
         const stored = await this.wrap(meta.name!, () => this.store.create(this.ref, this.key(ctx, namespace, meta.name!), obj));
+        await this.strategy.afterCreate?.(ctx, stored);
         return { object: stored, warnings };
       } catch (e) {
         if (e instanceof status.StatusError && e.status.reason === 'AlreadyExists' && !hasName && attempt < MAX_GENERATE_ATTEMPTS) continue;
@@ -175,6 +171,11 @@ export class Registry {
     }
     const old = await this.get(ctx, namespace, name);
     return this.applyUpdate(ctx, namespace, name, obj, old, parseRV(rv), opts, subresource);
+  }
+
+  /** PUT of the status subresource: `obj` carries the status to store and the resourceVersion it was read at. */
+  updateStatus(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<WriteResult> {
+    return this.update(ctx, obj.metadata.namespace ?? '', obj.metadata.name ?? '', obj, opts, 'status');
   }
 
   /** PATCH: `apply` turns the current object into the desired one; retried on conflicts unless the patch pins a resourceVersion. */
@@ -269,15 +270,21 @@ export class Registry {
       throw status.conflict(this.gr, name, `Precondition failed: UID in precondition: ${String(body.metadata.uid)}, UID in object meta: ${old.metadata.uid}`);
     }
     const requestManaged = body.metadata.managedFields;
+    // Each path owns its fields: /status writes the status fields only, the main resource all others.
     let next: KubeObject;
+    const owned = this.strategy.statusFields;
     if (subresource === 'status') {
       next = clone(old);
-      if (body.status === undefined) delete next.status;
-      else next.status = body.status;
+      for (const f of owned) {
+        if (body[f] === undefined) delete next[f];
+        else next[f] = body[f];
+      }
     } else {
       next = body;
-      if (old.status === undefined) delete next.status;
-      else next.status = clone(old.status);
+      for (const f of owned) {
+        if (old[f] === undefined) delete next[f];
+        else next[f] = clone(old[f]);
+      }
     }
     const m = next.metadata;
     const o = old.metadata;
@@ -290,15 +297,16 @@ export class Registry {
     m.resourceVersion = o.resourceVersion;
     if (m.finalizers?.length === 0) delete m.finalizers;
     dropEmptyMaps(m);
-    const warnings = this.validate(next, old, opts.fieldValidation, true);
+    this.strategy.prepareForUpdate(ctx, next, old, subresource);
+    const warnings = this.validate(next, old, opts.fieldValidation, true, subresource);
     if (o.deletionTimestamp) {
       const added = (m.finalizers ?? []).filter((f) => !(o.finalizers ?? []).includes(f));
       if (added.length) {
         throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
       }
     }
-    await this.hooks.beforeUpdate?.(ctx, next, old, subresource);
-    if (specChanged(old, next)) m.generation = (o.generation ?? 1) + 1;
+    await this.strategy.admitUpdate?.(ctx, next, old, subresource);
+    if (this.strategy.generation && specChanged(old, next, owned)) m.generation = (o.generation ?? 1) + 1;
     if (applied) {
       if (requestManaged === undefined) delete m.managedFields;
       else m.managedFields = requestManaged;
@@ -313,6 +321,7 @@ export class Registry {
     // kube-apiserver does: watchers see one DELETED, not a MODIFIED followed by a DELETED.
     if (m.deletionTimestamp && !(m.finalizers?.length)) {
       const gone = await this.wrap(name, () => this.store.delete(this.ref, key, expectedRV));
+      await this.strategy.afterDelete?.(ctx, gone);
       return { object: gone, warnings };
     }
     const stored = await this.wrap(name, () => this.store.update(this.ref, key, next, expectedRV));
@@ -344,7 +353,9 @@ export class Registry {
           return await this.wrap(name, () => this.store.update(this.ref, key, next, parseRV(cur.metadata.resourceVersion!)));
         }
         if (opts.dryRun) return cur;
-        return await this.wrap(name, () => this.store.delete(this.ref, key, parseRV(cur.metadata.resourceVersion!)));
+        const gone = await this.wrap(name, () => this.store.delete(this.ref, key, parseRV(cur.metadata.resourceVersion!)));
+        await this.strategy.afterDelete?.(ctx, gone);
+        return gone;
       } catch (e) {
         if (e instanceof status.StatusError && e.status.reason === 'Conflict' && !pre.resourceVersion && attempt < MAX_PATCH_RETRIES) continue;
         throw e;

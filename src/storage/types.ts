@@ -10,30 +10,9 @@
 // - reads are consistent: a get/list issued after a write was acknowledged (by any process
 //   sharing the backend) observes it.
 
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string | null;
-  deletionTimestamp?: string;
-  deletionGracePeriodSeconds?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: unknown[];
-  managedFields?: unknown[];
-  [key: string]: unknown;
-}
-
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: ObjectMeta;
-  [key: string]: unknown;
-}
+// The object model lives in src/model (below storage); re-exported for existing importers.
+import type { KubeObject } from '../model/object.js';
+export type { KubeObject, ObjectMeta } from '../model/object.js';
 
 /** A resource type as stored: `configbutler.ai/gittargets`. */
 export interface ResourceRef {

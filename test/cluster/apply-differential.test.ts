@@ -78,7 +78,7 @@ before(async () => {
   // No controllers on our side: kube-apiserver runs none for the CRD either.
   [cp, ours] = await Promise.all([startControlPlane(), startServer(['--controllers=none'])]);
   const docs = buildOpenAPIDocuments(RESOURCES, { title: 't', version: 'v0' });
-  const published = JSON.parse(docs.v3GroupVersion.body.toString()).components.schemas['ai.configbutler.v1alpha1.GitTarget'];
+  const published = JSON.parse(docs.v3GroupVersions.get(`apis/${GV}`)!.body.toString()).components.schemas['ai.configbutler.v1alpha1.GitTarget'];
   const schema = crdSchema(published);
   // A CRD's metadata schema may only be `type: object`; kube-apiserver brings ObjectMeta's own.
   schema.properties.metadata = { type: 'object' };

@@ -21,7 +21,9 @@ if [ -z "$go" ]; then
 fi
 root=${REVERSER_CLUSTER_CACHE:-$HOME/.cache/reverser-apiserver/cluster}
 mkdir -p "$root"
-flags=(-mod=readonly -trimpath -ldflags='-s -w')
+# -buildvcs=false: the module sits inside this repository's checkout; stamping its VCS state would
+# make the build depend on git's view of that checkout (ownership checks in CI clones).
+flags=(-mod=readonly -buildvcs=false -trimpath -ldflags='-s -w')
 
 # build_into NAME MODULE_DIR VERSION_OF COMMAND...: runs COMMAND (with $out.tmp as the target
 # directory) unless $root/NAME-VERSION-KEY/.complete exists.
@@ -61,7 +63,7 @@ control_plane() {
   local major=${version#v}; major=${major%%.*}
   local minor=${version#v$major.}; minor=${minor%%.*}
   local v=k8s.io/component-base/version
-  "$go" build -mod=readonly -trimpath \
+  "$go" build -mod=readonly -buildvcs=false -trimpath \
     -ldflags="-s -w -X $v.gitVersion=$version -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z" \
     -o "$out.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
   "$go" build "${flags[@]}" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3

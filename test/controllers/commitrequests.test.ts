@@ -145,3 +145,21 @@ test('a crash between push and recording the outcome: the retry finds the commit
   t.after(c.cleanup);
   assert.deepEqual(c.log, [`alice <alice@noreply.cluster.local>|${BOT}|Save`]);
 });
+
+test('deleting the GitTarget fails its attached request at once and drops its pending changes', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'creq-deleted-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
+  await h.running.sink!.add(key, [configMap('a', { v: '1' })]);
+  await createCommitRequest(h.store, 'save', 'tenants', { message: 'save', closeDelaySeconds: 60 });
+  await waitFor('attached', async () => readyOf(await h.store.get(CR, { cluster: '_', namespace: 'team-a', name: 'save' }))?.reason === 'Pending');
+  const gt = await h.store.get({ group: 'configbutler.ai', resource: 'gittargets' }, { cluster: '_', namespace: 'team-a', name: 'tenants' });
+  await h.store.delete({ group: 'configbutler.ai', resource: 'gittargets' }, { cluster: '_', namespace: 'team-a', name: 'tenants' }, Number(gt!.metadata.resourceVersion));
+  const done = await finished(h.store, 'save', 3_000);
+  assert.equal(readyOf(done)?.message, 'GitTarget "tenants" not found in namespace "team-a"');
+  const { WINDOWS_RESOURCE } = await import('../../src/controllers/windows/record.js');
+  await waitFor('window record removed', async () => (await h.store.get(WINDOWS_RESOURCE, { cluster: '_', namespace: 'team-a', name: 'tenants' })) === undefined, 5_000);
+  assert.equal((await git('/', 'ls-remote', remote.authURL('config'))).trim(), '');
+});

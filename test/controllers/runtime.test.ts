@@ -56,6 +56,15 @@ test('leases: one holder at a time; release hands over with a higher token and f
   const lb = await b.acquire('gittarget/x');
   assert.ok(lb && lb.token > la.token);
   assert.equal(await la.check(), false);
+  // Claims: the lease stays while any claimant in the process still needs it.
+  await b.acquire('gittarget/y', 'mirror');
+  const ly = await b.acquire('gittarget/y', 'windows');
+  await b.release('gittarget/y', 'windows');
+  assert.equal(await ly!.check(), true);
+  assert.equal(await a.acquire('gittarget/y'), undefined);
+  await b.release('gittarget/y', 'mirror');
+  assert.equal(await ly!.check(), false);
+  assert.ok(await a.acquire('gittarget/y'));
   await a.stop();
   await b.stop();
   await store.close();

@@ -13,6 +13,7 @@ import { GROUP, GROUP_VERSION, RESOURCES, VERSION } from '../../src/api/resource
 import { V2_PROTOBUF_CONTENT_TYPE, buildOpenAPIDocuments } from '../../src/apiserver/openapi/index.js';
 
 const docs = buildOpenAPIDocuments(RESOURCES, { title: 'reverser-apiserver', version: 'v0.1.0' });
+const ownGV = docs.v3GroupVersions.get(`apis/${GROUP}/${VERSION}`)!;
 
 function kubectlDir(): string {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -75,8 +76,8 @@ function handle(req: IncomingMessage, res: ServerResponse, seen: string[], body:
     return send(res, 200, 'application/json', docs.v2Json.body, docs.v2Json.etag);
   }
   if (url.pathname === '/openapi/v3') return send(res, 200, 'application/json', docs.v3Root.body, docs.v3Root.etag);
-  if (url.pathname === `/openapi/v3/${docs.v3GroupVersion.path}`) {
-    return send(res, 200, 'application/json', docs.v3GroupVersion.body, docs.v3GroupVersion.etag);
+  if (url.pathname === `/openapi/v3/${ownGV.path}`) {
+    return send(res, 200, 'application/json', ownGV.body, ownGV.etag);
   }
   // Aggregated API servers may answer /api with 404; client-go tolerates it.
   send(
@@ -153,7 +154,7 @@ test('kubectl 1.27 and 1.33 explain and create against the OpenAPI documents', a
   await t.test('kubectl 1.33', async () => {
     const out = await explain('1.33');
     assert.match(out, /^FIELD:\s+repository <Object>$/m);
-    assert.ok(seen.some((s) => s.startsWith(`GET /openapi/v3/${docs.v3GroupVersion.path}?hash=${docs.v3GroupVersion.hash}`)), seen.join('\n'));
+    assert.ok(seen.some((s) => s.startsWith(`GET /openapi/v3/${ownGV.path}?hash=${ownGV.hash}`)), seen.join('\n'));
     assert.ok(!seen.some((s) => s.startsWith('GET /openapi/v2')), seen.join('\n'));
   });
 

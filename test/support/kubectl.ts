@@ -46,14 +46,14 @@ export class Kubectl {
     return [...args, '--kubeconfig', this.kubeconfig, '--cache-dir', this.cacheDir];
   }
 
-  private env(): NodeJS.ProcessEnv {
-    return { PATH: process.env.PATH, HOME: this.home, KUBECONFIG: this.kubeconfig };
+  private env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return { PATH: process.env.PATH, HOME: this.home, KUBECONFIG: this.kubeconfig, ...extra };
   }
 
-  /** Runs kubectl to completion; `stdin` is written to its standard input. */
-  run(args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  /** Runs kubectl to completion; `stdin` is written to its standard input; `env` adds variables (KUBE_EDITOR). */
+  run(args: string[], opts: { stdin?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<RunResult> {
     return new Promise((resolve) => {
-      const child = execFile(this.bin, this.args(args), { env: this.env(), timeout: waitMs(opts.timeoutMs ?? 60_000), killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const child = execFile(this.bin, this.args(args), { env: this.env(opts.env), timeout: waitMs(opts.timeoutMs ?? 60_000), killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
         resolve({ code, stdout, stderr });
       });

@@ -64,13 +64,16 @@ export interface StartedServer {
   stop(): Promise<void>;
 }
 
-export interface StartOptions {
-  /** Use this data directory (kept after stop) instead of a fresh temporary one. */
-  dataDir?: string;
-}
-
-
 export { freePort };
+
+export interface StartOptions {
+  /** `sandbox` runs `reverser-apiserver sandbox` (kubeconfig <data-dir>/sandbox.kubeconfig). */
+  command?: 'serve' | 'sandbox';
+  /** Use (and keep on stop) this data dir instead of a fresh temporary one: restarts on the same data. */
+  dataDir?: string;
+  /** Port to listen on (a restart on the same address); a free one when absent. */
+  port?: number;
+}
 
 /**
  * API tests run the server without controllers (`--controllers=none`) so that nothing but the test
@@ -94,14 +97,15 @@ export async function startServer(extraArgs: string[] = [], opts: StartOptions =
 }
 
 async function startOnce(extraArgs: string[], opts: StartOptions): Promise<StartedServer> {
+  const command = opts.command ?? 'serve';
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'reverser-e2e-'));
   const removeDataDir = () => {
     if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...controllersDefault(extraArgs), ...extraArgs],
+    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -111,7 +115,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
-      if (/kubectl --kubeconfig \S+ get gittargets -A\n/.test(out)) resolve();
+      if (/kubectl --kubeconfig \S+ get (gittargets -A|namespaces)\n/.test(out)) resolve();
     });
     child.once('exit', (code, sig) => {
       exited = true;
@@ -192,7 +196,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
     url,
     port,
     dataDir,
-    kubeconfig: join(dataDir, 'admin.kubeconfig'),
+    kubeconfig: join(dataDir, command === 'sandbox' ? 'sandbox.kubeconfig' : 'admin.kubeconfig'),
     ca,
     cert,
     key,

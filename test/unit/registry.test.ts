@@ -6,7 +6,7 @@ import { gitTargets, commitRequests } from '../../src/api/resources.js';
 import { createEmbeddedStore } from '../../src/storage/embedded.js';
 import { DEFAULT_CLUSTER } from '../../src/storage/types.js';
 import { StatusError } from '../../src/api/status.js';
-import { commitRequestHooks } from '../../src/registry/commitrequest-hooks.js';
+import { commitRequestStrategy } from '../../src/registry/commitrequest-strategy.js';
 import type { Authorizer } from '../../src/auth/types.js';
 
 const ctx = { cluster: DEFAULT_CLUSTER, user: { username: 'alice', groups: ['devs', 'system:authenticated'] } };
@@ -150,7 +150,7 @@ test('CommitRequest: submitter recorded and never changeable; assert-author chec
       return { decision: mode };
     },
   };
-  const r = new Registry(commitRequests, store, commitRequestHooks(authorizer));
+  const r = new Registry(commitRequests, store, commitRequestStrategy(authorizer));
   const cr = (name: string, author?: object) => ({
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'CommitRequest',

@@ -3,12 +3,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UserInfo } from '../../auth/types.js';
 import type { Registry, RequestContext } from '../../registry/registry.js';
 import type { RequestInfo } from '../request-info.js';
-import type { Store } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ServerMetrics } from '../../metrics/metrics.js';
 
 export interface ServerState {
-  store: Store;
+  /** Why storage is unhealthy (for /readyz), or undefined. Handlers reach objects only through registries. */
+  storageHealth(): string | undefined;
   log: Logger;
   /** Resolves when the server begins shutting down; long-running watches end then. */
   shuttingDown: Promise<void>;

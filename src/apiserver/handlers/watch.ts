@@ -3,12 +3,13 @@
 // WatchList's sendInitialEvents), resume from any retained resourceVersion, selector transitions,
 // bookmarks, Table and PartialObjectMetadata event objects, and a clean end on timeout.
 import * as status from '../../api/status.js';
-import { StorageError, type KubeObject, type StoreEvent, type WatchHandle } from '../../storage/types.js';
+import type { KubeObject } from '../../model/object.js';
+import { StorageError, type StoreEvent, type WatchHandle } from '../../storage/types.js';
 import { negotiate } from '../negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
 import { matches, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
-import { listItems } from './read.js';
+import { listItems } from './list-items.js';
 import { jsonOf } from '../respond.js';
 
 /**
@@ -138,26 +139,23 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     sentAt = Date.now();
   };
   try {
-    handle = await h.state.store.watch(
-      h.registry.ref,
-      { cluster, namespace, fromRV },
-      {
-        onEvent,
-        onProgress: (p) => {
-          if (p > lastRV) lastRV = p;
-          bookmarkIfDue();
-        },
-        onClose: (reason) => {
-          write(encode('ERROR', statusFor(reason)));
-          finish();
-        },
+    handle = await h.registry.watch(cluster, namespace, fromRV, {
+      onEvent,
+      onProgress: (p) => {
+        if (p > lastRV) lastRV = p;
+        bookmarkIfDue();
       },
-    );
+      onClose: (reason) => {
+        write(encode('ERROR', statusFor(reason)));
+        finish();
+      },
+    });
   } catch (e) {
     // Too old (or storage down): an ERROR event with the Status, then the end of the stream —
     // what the watch cache does, and what client-go turns into a re-list.
     let s: status.Status;
-    if (e instanceof StorageError) s = statusFor(e);
+    if (e instanceof status.StatusError) s = e.status;
+    else if (e instanceof StorageError) s = statusFor(e);
     else {
       h.state.log.error('watch failed to start', { resource: def.plural, error: String((e as Error)?.stack ?? e) });
       s = status.internalError('the watch could not be started; the server logged why').status;

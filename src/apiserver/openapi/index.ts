@@ -11,8 +11,8 @@ import { buildV3 } from './v3.js';
 export interface OpenAPIDocuments {
   /** GET /openapi/v3 */
   v3Root: { body: Buffer; etag: string };
-  /** GET /openapi/v3/<path>; hash = upper-case hex SHA-512 of body (the ?hash= of serverRelativeURL). */
-  v3GroupVersion: { body: Buffer; hash: string; etag: string; path: string };
+  /** GET /openapi/v3/<path> by path (`api/v1`, `apis/<group>/<version>`). */
+  v3GroupVersions: Map<string, OpenAPIGroupVersionDoc>;
   /** GET /openapi/v2 with Accept: application/json */
   v2Json: { body: Buffer; etag: string };
   /**
@@ -20,6 +20,14 @@ export interface OpenAPIDocuments {
    * Content-Type application/com.github.proto-openapi.spec.v2.v1.0+protobuf (dot, not "@").
    */
   v2Protobuf: { body: Buffer; etag: string };
+}
+
+/** One group-version's v3 document; hash = upper-case hex SHA-512 of body (the ?hash= of serverRelativeURL). */
+export interface OpenAPIGroupVersionDoc {
+  body: Buffer;
+  hash: string;
+  etag: string;
+  path: string;
 }
 
 export const V2_PROTOBUF_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
@@ -31,14 +39,23 @@ function sha512(body: Buffer): string {
 const quoted = (h: string) => `"${h}"`;
 
 export function buildOpenAPIDocuments(resources: ResourceDefinition[], info: { title: string; version: string }): OpenAPIDocuments {
-  const gvs = [...new Set(resources.map((r) => `${r.group}/${r.version}`))];
-  if (gvs.length !== 1) throw new Error(`OpenAPI: expected resources of exactly one group-version, got ${gvs.join(', ') || 'none'}`);
-  const path = `apis/${gvs[0]}`;
+  const byGV = new Map<string, ResourceDefinition[]>();
+  for (const r of resources) {
+    const path = r.group ? `apis/${r.group}/${r.version}` : `api/${r.version}`;
+    byGV.set(path, [...(byGV.get(path) ?? []), r]);
+  }
+  if (byGV.size === 0) throw new Error('OpenAPI: no resources to describe');
 
-  const gvBody = Buffer.from(JSON.stringify(buildV3(resources, info)));
-  const hash = sha512(gvBody);
-  // Only our own group-version: kube-aggregator merges every APIService's root into the cluster's.
-  const rootBody = Buffer.from(JSON.stringify({ paths: { [path]: { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` } } }));
+  const v3GroupVersions = new Map<string, OpenAPIGroupVersionDoc>();
+  const rootPaths: Record<string, { serverRelativeURL: string }> = {};
+  for (const [path, defs] of byGV) {
+    const body = Buffer.from(JSON.stringify(buildV3(defs, info)));
+    const hash = sha512(body);
+    v3GroupVersions.set(path, { body, hash, etag: quoted(hash), path });
+    rootPaths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
+  }
+  // Only the served group-versions: kube-aggregator merges every APIService's root into the cluster's.
+  const rootBody = Buffer.from(JSON.stringify({ paths: rootPaths }));
 
   const v2 = buildV2(resources, info);
   const v2Body = Buffer.from(JSON.stringify(v2));
@@ -46,7 +63,7 @@ export function buildOpenAPIDocuments(resources: ResourceDefinition[], info: { t
 
   return {
     v3Root: { body: rootBody, etag: quoted(sha512(rootBody)) },
-    v3GroupVersion: { body: gvBody, hash, etag: quoted(hash), path },
+    v3GroupVersions,
     v2Json: { body: v2Body, etag: quoted(sha512(v2Body)) },
     v2Protobuf: { body: v2Proto, etag: quoted(sha512(v2Proto)) },
   };

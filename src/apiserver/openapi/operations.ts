@@ -72,10 +72,13 @@ const DELETE_PARAMS: Param[] = [
   q('propagationPolicy', 'string', 'Whether and how garbage collection will be performed: Orphan, Background or Foreground.'),
 ];
 
-/** `configbutler.ai` + `v1alpha1` → `ConfigbutlerAiV1alpha1`, the operationId infix Kubernetes uses. */
+/** Built-in kinds (the sandbox's) also accept strategic merge patches, as kube-apiserver's do. */
+export const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
+
+/** `configbutler.ai` + `v1alpha1` → `ConfigbutlerAiV1alpha1` (core: `CoreV1`), the operationId infix Kubernetes uses. */
 function gvInfix(group: string, version: string): string {
   const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-  return group.split('.').map(cap).join('') + cap(version);
+  return (group || 'core').split('.').map(cap).join('') + cap(version);
 }
 
 export function resourcePaths(r: ResourceDefinition): PathItem[] {
@@ -84,7 +87,8 @@ export function resourcePaths(r: ResourceDefinition): PathItem[] {
   const listRef = definitionName(r.group, r.version, r.listKind);
   const infix = gvInfix(r.group, r.version);
   const scoped = r.namespaced ? 'Namespaced' : '';
-  const base = `/apis/${r.group}/${r.version}`;
+  const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
+  const patchTypes = r.strategicMerge ? [...PATCH_CONTENT_TYPES, STRATEGIC_MERGE_PATCH] : PATCH_CONTENT_TYPES;
   const collection = r.namespaced ? `${base}/namespaces/{namespace}/${r.plural}` : `${base}/${r.plural}`;
   const nsParam: Param[] = r.namespaced ? [{ name: 'namespace', in: 'path', type: 'string', required: true, description: 'object name and auth scope, such as for teams and projects' }] : [];
   const nameParam: Param = { name: 'name', in: 'path', type: 'string', required: true, description: `name of the ${r.kind}` };
@@ -95,7 +99,7 @@ export function resourcePaths(r: ResourceDefinition): PathItem[] {
   const put = (what: string, idSuffix: string): Operation =>
     op({ method: 'put', operationId: `replace${infix}${scoped}${r.kind}${idSuffix}`, description: `replace ${what}the specified ${r.kind}`, action: 'put', params: WRITE_PARAMS, body: { component: kindRef, contentTypes: BODY_CONTENT_TYPES, required: true }, responses: written(kindRef) });
   const patch = (what: string, idSuffix: string): Operation =>
-    op({ method: 'patch', operationId: `patch${infix}${scoped}${r.kind}${idSuffix}`, description: `partially update ${what}the specified ${r.kind}`, action: 'patch', params: [...WRITE_PARAMS, FORCE], body: { component: PATCH, contentTypes: PATCH_CONTENT_TYPES, required: true }, responses: written(kindRef) });
+    op({ method: 'patch', operationId: `patch${infix}${scoped}${r.kind}${idSuffix}`, description: `partially update ${what}the specified ${r.kind}`, action: 'patch', params: [...WRITE_PARAMS, FORCE], body: { component: PATCH, contentTypes: patchTypes, required: true }, responses: written(kindRef) });
   const get = (what: string, idSuffix: string): Operation =>
     op({ method: 'get', operationId: `read${infix}${scoped}${r.kind}${idSuffix}`, description: `read ${what}the specified ${r.kind}`, action: 'get', params: [], responses: ok(kindRef) });
 
@@ -126,10 +130,12 @@ export function resourcePaths(r: ResourceDefinition): PathItem[] {
       op({ method: 'delete', operationId: `delete${infix}${scoped}${r.kind}`, description: `delete a ${r.kind}`, action: 'delete', params: DELETE_PARAMS, body: { component: DELETE_OPTIONS, contentTypes: BODY_CONTENT_TYPES, required: false }, responses: deleted }),
     ],
   });
-  items.push({
-    path: `${collection}/{name}/status`,
-    params: [nameParam, ...nsParam, PRETTY],
-    operations: [get('status of ', 'Status'), put('status of ', 'Status'), patch('status of ', 'Status')],
-  });
+  if (r.statusSubresource) {
+    items.push({
+      path: `${collection}/{name}/status`,
+      params: [nameParam, ...nsParam, PRETTY],
+      operations: [get('status of ', 'Status'), put('status of ', 'Status'), patch('status of ', 'Status')],
+    });
+  }
   return items;
 }

@@ -128,6 +128,10 @@ export function reverseDomain(group: string): string {
   return group.split('.').reverse().join('.');
 }
 
+/** Groups whose kinds Kubernetes names `io.k8s.api.<group>.<version>.<Kind>` (the sandbox serves them). */
+const BUILTIN_GROUPS = new Set(['', 'apps']);
+
 export function definitionName(group: string, version: string, kind: string): string {
+  if (BUILTIN_GROUPS.has(group)) return `io.k8s.api.${group || 'core'}.${version}.${kind}`;
   return `${reverseDomain(group)}.${version}.${kind}`;
 }

@@ -35,7 +35,7 @@ function operation(o: Operation): JsonSchema {
 }
 
 export function tag(group: string, version: string): string {
-  return group.split('.')[0] + '_' + version;
+  return (group || 'core').split('.')[0] + '_' + version;
 }
 
 export function pathItemV3(item: PathItem): JsonSchema {

@@ -64,7 +64,17 @@ export class CommitRequestController {
         for (const x of r.outcomes ?? []) this.queue.add(`${r.target.cluster}/${r.target.namespace}/${x.name}`);
       },
     });
-    // A GitTarget appearing or turning Ready does not retry failed requests (they failed at once, by design).
+    // A deleted GitTarget fails its waiting requests now, not at their timeout. (A GitTarget
+    // appearing or turning Ready does not retry failed requests: they failed at once, by design.)
+    deps.gitTargets.on({
+      delete: (gt) => {
+        for (const cr of this.requests.list()) {
+          if (cr.metadata.namespace === gt.metadata.namespace && clusterOf(cr) === clusterOf(gt) && (cr.spec as Spec | undefined)?.targetRef?.name === gt.metadata.name) {
+            this.queue.add(keyOf(cr, clusterOf(cr)));
+          }
+        }
+      },
+    });
   }
 
   async start(): Promise<void> {
@@ -112,7 +122,11 @@ export class CommitRequestController {
       await this.finish(cr, 'Failed', `the request did not finish within ${Math.round((timeoutAt - created) / 1000)}s (closeDelaySeconds plus ${Math.round((this.deps.requestGraceMs ?? DEFAULT_REQUEST_GRACE_MS) / 1000)}s); its changes stay pending`);
       return this.expire(cr, spec, now);
     }
-    if (attached) return { requeueAfterMs: timeoutAt - now };
+    if (attached) {
+      // The in-progress status may have been lost (a crash right after attaching): write it again.
+      if (!getCondition(cr, 'Ready')) await this.writeStatus(cr, this.pendingConditions(spec, authorshipOf(cr)));
+      return { requeueAfterMs: timeoutAt - now };
+    }
 
     // New: check the GitTarget, then attach.
     if (!gt || !target) return this.failNow(cr, spec, `GitTarget "${spec.targetRef.name}" not found in namespace "${cr.metadata.namespace}"`);
@@ -132,14 +146,18 @@ export class CommitRequestController {
       else r.waiting.push({ ...base, closeDelayMs, deadline: now + closeDelayMs });
       return undefined;
     });
-    await this.writeStatus(cr, [
-      { type: 'Ready', status: 'False', reason: 'Pending', message: closeDelayMs ? `collecting changes for ${spec.closeDelaySeconds}s, then committing` : 'committing the pending changes' },
+    await this.writeStatus(cr, this.pendingConditions(spec, who));
+    return { requeueAfterMs: timeoutAt - now };
+  }
+
+  private pendingConditions(spec: Spec, who: ReturnType<typeof authorshipOf>): Condition[] {
+    return [
+      { type: 'Ready', status: 'False', reason: 'Pending', message: spec.closeDelaySeconds ? `collecting changes for ${spec.closeDelaySeconds}s, then committing` : 'committing the pending changes' },
       { type: 'Reconciling', status: 'True', reason: 'Pending', message: 'attached to the commit window of the GitTarget' },
       { type: 'Stalled', status: 'False', reason: 'Pending', message: '' },
-      { type: 'AuthorAttributed', status: 'True', reason: who.reason, message: `author ${who.author.name} <${who.author.email}>` },
+      ...(who ? [{ type: 'AuthorAttributed', status: 'True' as const, reason: who.reason, message: `author ${who.author.name} <${who.author.email}>` }] : []),
       { type: 'Pushed', status: 'Unknown', reason: 'Pending', message: '' },
-    ]);
-    return { requeueAfterMs: timeoutAt - now };
+    ];
   }
 
   private async failNow(cr: KubeObject, spec: Spec, message: string): Promise<QueueResult | void> {

@@ -34,6 +34,8 @@ export class LeaseKeeper {
   readonly holder: string;
   readonly ttlMs: number;
   private readonly held = new Map<string, HeldLease>();
+  /** Who in this process needs each held lease (e.g. the mirror and the windows controller); released when nobody does. */
+  private readonly claims = new Map<string, Set<string>>();
   private readonly lostListeners: Array<(name: string) => void> = [];
   private timer: NodeJS.Timeout;
   private stopped = false;
@@ -48,15 +50,28 @@ export class LeaseKeeper {
     this.timer.unref?.();
   }
 
-  /** The lease if this replica holds it, taking it when free or expired; undefined when another replica holds it. */
-  async acquire(name: string): Promise<HeldLease | undefined> {
+  /**
+   * The lease if this replica holds it, taking it when free or expired; undefined when another
+   * replica holds it. `claimant` names who in this process needs it (default ''): the lease is
+   * given back only when every claimant released it.
+   */
+  async acquire(name: string, claimant = ''): Promise<HeldLease | undefined> {
     if (this.stopped) return undefined;
     const cur = this.held.get(name);
-    if (cur) return cur;
+    if (cur) {
+      this.claim(name, claimant);
+      return cur;
+    }
     const l = await this.store.acquireLease(name, this.holder, this.ttlMs);
     if (!l || this.stopped) return undefined;
+    const raced = this.held.get(name);
+    if (raced) {
+      this.claim(name, claimant);
+      return raced;
+    }
     const lease: HeldLease = { name, token: l.token, check: () => this.store.checkLease(name, l.token).catch(() => false) };
     this.held.set(name, lease);
+    this.claim(name, claimant);
     this.opts.log?.info('lease acquired', { lease: name, token: l.token });
     return lease;
   }
@@ -66,7 +81,18 @@ export class LeaseKeeper {
     return this.held.get(name);
   }
 
-  async release(name: string): Promise<void> {
+  private claim(name: string, claimant: string): void {
+    let c = this.claims.get(name);
+    if (!c) this.claims.set(name, (c = new Set()));
+    c.add(claimant);
+  }
+
+  /** Drops `claimant`'s claim; the lease goes back to the store when no claim is left. */
+  async release(name: string, claimant = ''): Promise<void> {
+    const c = this.claims.get(name);
+    c?.delete(claimant);
+    if (c && c.size > 0) return;
+    this.claims.delete(name);
     const l = this.held.get(name);
     if (!l) return;
     this.held.delete(name);
@@ -80,6 +106,7 @@ export class LeaseKeeper {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
   }
 
@@ -88,6 +115,7 @@ export class LeaseKeeper {
       const ok = await this.store.renewLease(name, this.holder, l.token, this.ttlMs).catch(() => false);
       if (ok || this.held.get(name) !== l) continue;
       this.held.delete(name);
+      this.claims.delete(name);
       this.opts.log?.warn('lease lost', { lease: name, token: l.token });
       for (const fn of this.lostListeners) fn(name);
     }

@@ -10,12 +10,12 @@ import type { Change, CommitEngine, GitCredentials, Person } from '../../git/ind
 import { GitEngineError } from '../../git/errors.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
-import { Informer, clusterOf, keyOf, parseKey, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
+import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { setCondition, updateStatus } from '../status.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
-import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window } from './record.js';
+import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
 import type { TargetKey, WindowOutcome } from './types.js';
 
@@ -85,12 +85,24 @@ export class WindowsController {
     if (!gt) return this.targetGone(key);
     const target = targetKeyOf(gt);
     if ((gt.spec as { suspend?: boolean } | undefined)?.suspend) return;
-    const lease = await this.deps.keeper.acquire(targetLeaseName(target));
+    const leaseName = targetLeaseName(target);
+    // The lease is taken only while there is work: an idle GitTarget costs no lease writes.
+    let rec = (this.windows.get(key) as WindowRecord | undefined) ?? (await this.records.get(target));
+    if (rec?.target.uid !== target.uid) rec = undefined;
+    if (!rec || (rec.windows.length === 0 && rec.waiting.length === 0)) {
+      if (this.deps.keeper.holds(leaseName)) {
+        await this.writeTargetStatus(gt, { pending: 0 });
+        await this.deps.keeper.release(leaseName, 'windows');
+      }
+      return;
+    }
+    const lease = await this.deps.keeper.acquire(leaseName, 'windows');
     if (!lease) return { requeueAfterMs: LEASE_RETRY_MS };
     const policy = policyOf(gt);
     const now = Date.now();
-    let rec = await this.records.get(target);
-    if (!rec) return this.writeTargetStatus(gt, { pending: 0 });
+    // Under the lease, read the record itself (the cache may lag what another replica did).
+    rec = await this.records.get(target);
+    if (!rec) return;
 
     // CommitRequests that waited in vain for a window end NothingToCommit.
     if (rec.waiting.some((w) => w.deadline <= now)) {
@@ -231,33 +243,22 @@ export class WindowsController {
     }
   }
 
-  /** A deleted GitTarget: its requests fail, its pending changes are dropped (its folder stays). */
+  /**
+   * A deleted GitTarget: its pending changes are dropped (its folder stays); its CommitRequests
+   * fail in the CommitRequest controller, which finds the GitTarget gone.
+   */
   private async targetGone(key: string): Promise<void> {
-    const k = parseKey(key);
-    const rec = this.windows.get(key) as (import('./record.js').WindowRecord | undefined);
+    const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
     // Confirm with a consistent read: the cache may lag a re-created GitTarget.
     const live = await this.deps.store.get(GITTARGETS, { cluster: target.cluster, namespace: target.namespace, name: target.name });
     if (live?.metadata.uid === target.uid) return;
-    const lease = await this.deps.keeper.acquire(targetLeaseName(target));
+    const lease = await this.deps.keeper.acquire(targetLeaseName(target), 'windows');
     if (!lease) return;
-    const requests = [...rec.waiting, ...rec.windows.flatMap((w) => (w.request ? [w.request] : []))];
-    if (requests.length > 0) {
-      await this.records.mutate(target, (r) => {
-        for (const q of requests) {
-          r.outcomes.push({ name: q.name, uid: q.uid, outcome: 'Failed', message: `GitTarget "${k.name}" was deleted before the request was committed`, time: iso(Date.now()) });
-        }
-        r.windows = [];
-        r.waiting = [];
-        return undefined;
-      });
-      return;
-    }
-    if (rec.outcomes.length === 0) {
-      await this.records.remove(target);
-      await this.deps.keeper.release(targetLeaseName(target));
-    }
+    this.deps.log.info('GitTarget deleted: dropping its pending changes', { gitTarget: `${target.namespace}/${target.name}`, pending: pendingCount(rec) });
+    await this.records.remove(target);
+    await this.deps.keeper.release(targetLeaseName(target), 'windows');
   }
 
   private async writeTargetStatus(
@@ -267,7 +268,8 @@ export class WindowsController {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
     await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, (status, obj) => {
       let changed = false;
-      if (s.pending !== undefined && status.pendingChanges !== s.pending) {
+      // A GitTarget that never had a pending change gets no status write (absent reads as 0).
+      if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
         status.pendingChanges = s.pending;
         changed = true;
       }

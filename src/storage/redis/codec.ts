@@ -1,6 +1,6 @@
 // JSON encoding of objects for the write script, and decoding of event-log entries.
 import { randomBytes } from 'node:crypto';
-import type { KubeObject } from '../types.js';
+import type { KubeObject } from '../../model/object.js';
 
 // A per-process random marker: user data cannot contain it by accident or on purpose.
 const MARK = `\u0001rv-${randomBytes(8).toString('hex')}\u0001`;

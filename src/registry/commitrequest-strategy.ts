@@ -1,15 +1,20 @@
-// CommitRequest-specific rules: asserting an author is a privilege (verb assert-author on the
+// CommitRequest's strategy: asserting an author is a privilege (verb assert-author on the
 // GitTarget, checked on every create including dryRun), and status.submitter is the
 // authenticated creator, set by the server and never changed by anyone.
+import { commitRequests } from '../api/resources.js';
 import { checkAssertAuthor, preserveSubmitter, stampSubmitter } from '../auth/index.js';
 import type { Authorizer } from '../auth/types.js';
 import * as status from '../api/status.js';
-import type { ResourceHooks } from './registry.js';
 import { DEFAULT_CLUSTER } from '../storage/types.js';
+import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 
-export function commitRequestHooks(authorizer: Authorizer): ResourceHooks {
+type WithStatus = { status?: Record<string, unknown> };
+
+export function commitRequestStrategy(authorizer: Authorizer): ResourceStrategy {
+  const base = definitionStrategy(commitRequests);
   return {
-    async beforeCreate(ctx, obj) {
+    ...base,
+    async admitCreate(ctx, obj) {
       const spec = obj.spec as { author?: unknown; targetRef?: { name?: string } } | undefined;
       if (spec?.author !== undefined) {
         const ns = obj.metadata.namespace ?? '';
@@ -19,10 +24,12 @@ export function commitRequestHooks(authorizer: Authorizer): ResourceHooks {
         const r = await checkAssertAuthor(authorizer, ctx.user, ns, spec.targetRef?.name ?? '', cluster);
         if (!r.allowed) throw status.forbidden(r.message, r.details);
       }
-      stampSubmitter(obj as { status?: Record<string, unknown> }, ctx.user);
+      // After validation: the submitter is the server's to write, never part of what a client sends.
+      stampSubmitter(obj as WithStatus, ctx.user);
     },
-    async beforeUpdate(_ctx, obj, old) {
-      preserveSubmitter(obj as { status?: Record<string, unknown> }, old as { status?: Record<string, unknown> });
+    prepareForUpdate(ctx, obj, old, subresource) {
+      base.prepareForUpdate(ctx, obj, old, subresource);
+      preserveSubmitter(obj as WithStatus, old as WithStatus);
       if (obj.status && Object.keys(obj.status as object).length === 0) delete obj.status;
     },
   };

@@ -1,0 +1,65 @@
+// Where a GitTarget writes: the rules for its repository URL and its folder. Pure functions (no
+// file or network access), shared by the API's validation (src/api) and the git engine (src/git),
+// so neither layer imports the other for them.
+import { isAbsolute } from 'node:path';
+
+const LOCAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** Returns an error message, or undefined when the URL is usable. Pure: touches no file or network. */
+export function validateRepositoryURL(url: string): string | undefined {
+  if (typeof url !== 'string' || url.trim() === '') return 'repository URL must not be empty';
+  if (/^ssh:\/\//i.test(url) || /^[A-Za-z0-9._-]+@[^:/]+:/.test(url) || /^git\+ssh:/i.test(url)) {
+    return 'SSH repository URLs are not supported (the git engine, isomorphic-git, speaks HTTP(S) only); use an https:// URL with a token';
+  }
+  if (url.startsWith('local:')) {
+    const name = url.slice('local:'.length);
+    return LOCAL_NAME.test(name) && !name.includes('..') && !name.endsWith('.git')
+      ? undefined
+      : 'local:<name> needs a name of letters, digits, ".", "_" or "-" (no "..", no ".git" suffix)';
+  }
+  if (url.startsWith('file://')) {
+    const path = decodeURIComponent(url.slice('file://'.length));
+    if (!path.startsWith('/') || !isAbsolute(path)) return 'file:// URLs must name an absolute path (file:///srv/git/repo.git)';
+    if (path.split('/').includes('..')) return 'file:// URLs must not contain ".."';
+    return undefined;
+  }
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return `repository URL "${url}" is not a valid URL`;
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') {
+    return `repository URL scheme "${u.protocol}" is not supported; use https://, http://, file:///path.git or local:<name>`;
+  }
+  if (!u.hostname) return 'repository URL needs a host';
+  if (u.username || u.password) return 'put credentials in the Secret named by secretRef, not in the URL';
+  if (u.search || u.hash) return 'repository URL must not have a query or fragment';
+  return undefined;
+}
+
+/**
+ * Validates a GitTarget `spec.path`. Returns an error message, or undefined when valid.
+ * Rules: no leading "/", no backslash, no ".." anywhere; "." means the repository root.
+ */
+export function validateTargetPath(path: string): string | undefined {
+  if (typeof path !== 'string') return 'path must be a string';
+  if (path.startsWith('/')) return 'path must be relative to the repository root (no leading "/")';
+  if (path.includes('\\')) return 'path must use "/" as separator (no backslash)';
+  if (path.includes('..')) return 'path must not contain ".."';
+  if (/[\0\n\r]/.test(path)) return 'path must not contain control characters';
+  const norm = normalizeTargetPath(path);
+  if (norm.split('/').some((s) => s === '' || s === '.' || s === '.git')) {
+    return norm === '' ? undefined : 'path must not contain empty, "." or ".git" segments';
+  }
+  return undefined;
+}
+
+/** "." and "" become "" (the root); a trailing "/" is dropped. Call after validateTargetPath. */
+export function normalizeTargetPath(path: string): string {
+  let p = path;
+  while (p.endsWith('/')) p = p.slice(0, -1);
+  if (p === '.' || p === '') return '';
+  if (p.startsWith('./')) p = p.slice(2);
+  return p;
+}

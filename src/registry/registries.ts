@@ -1,0 +1,55 @@
+// The registries of every served resource, found by group/version/resource (HTTP routing) or by
+// plural (in-process callers). With the sandbox on, it also carries the namespace lifecycle: a
+// namespaced object can only be created in an existing namespace, a namespace gets its
+// kube-root-ca.crt ConfigMap, and deleting a namespace deletes what it holds.
+import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
+import type { Store } from '../storage/types.js';
+import { Registry, type RegistryOptions } from './registry.js';
+import { definitionStrategy, type ResourceStrategy } from './strategy.js';
+import { namespaceStrategy, requireNamespace, type RegistrySet } from './namespaces.js';
+
+export interface RegistriesOptions {
+  /** Strategies beyond what a definition implies, keyed by plural (e.g. commitrequests' assert-author). */
+  strategies?: Record<string, ResourceStrategy>;
+  /**
+   * The namespace lifecycle of a real cluster (on when the sandbox serves namespaces). rootCAPem is
+   * the `ca.crt` of each namespace's kube-root-ca.crt ConfigMap.
+   */
+  namespaceLifecycle?: { rootCAPem: string };
+}
+
+export class Registries implements RegistrySet {
+  private readonly byPlural = new Map<string, Registry>();
+  private readonly byGVR = new Map<string, Registry>();
+
+  constructor(store: Store, defs: ResourceDefinition[], opts: RegistriesOptions = {}) {
+    const lifecycle = opts.namespaceLifecycle;
+    const regOpts: RegistryOptions = lifecycle ? { requireNamespace: (ctx, ns) => requireNamespace(this, ctx, ns) } : {};
+    for (const def of defs) {
+      if (this.byPlural.has(def.plural)) throw new Error(`two served resources share the plural ${def.plural}`);
+      let strategy = opts.strategies?.[def.plural] ?? definitionStrategy(def);
+      if (lifecycle && def.plural === 'namespaces' && def.group === '') strategy = namespaceStrategy(strategy, this, lifecycle.rootCAPem);
+      const reg = new Registry(def, store, strategy, regOpts);
+      this.byPlural.set(def.plural, reg);
+      this.byGVR.set(`${apiVersionOf(def)}/${def.plural}`, reg);
+    }
+  }
+
+  /** The registry of a resource by plural (`gittargets`, `configmaps`, ...). */
+  get(plural: string): Registry | undefined {
+    return this.byPlural.get(plural);
+  }
+
+  /** The registry serving /api(s)/<group>/<version>/<resource>; '' is the core group. */
+  lookup(group: string, version: string, resource: string): Registry | undefined {
+    return this.byGVR.get(`${group ? `${group}/` : ''}${version}/${resource}`);
+  }
+
+  has(plural: string): boolean {
+    return this.byPlural.has(plural);
+  }
+
+  [Symbol.iterator](): Iterator<Registry> {
+    return this.byPlural.values();
+  }
+}
