@@ -390,6 +390,12 @@ describe('E. get, list, selectors, pagination, representations', () => {
       assert.equal(r.headers['cache-control'], 'no-cache, private', `${path} ${accept}`);
     }
   });
+  test('GET with a malformed resourceVersion → 400 BadRequest, as a list', async () => {
+    for (const rv of ['abc', '-1', '1.5']) {
+      assertStatus(await server.get(`${ns('sel')}/demo?resourceVersion=${rv}`), 400, 'BadRequest', `invalid resource version "${rv}": must be a decimal number`);
+    }
+    assert.equal((await server.get(`${ns('sel')}/demo?resourceVersion=0`)).status, 200);
+  });
   test('YAML output when asked for', async () => {
     const r = await server.get(`${ns('sel')}/demo`, { accept: 'application/yaml' });
     assert.equal(r.status, 200);

@@ -1,5 +1,6 @@
 // GET of one object and LIST of a collection (with selectors, pagination and the Table and
 // PartialObjectMetadata representations).
+import * as status from '../../api/status.js';
 import type { KubeObject } from '../../model/object.js';
 import { negotiate } from '../negotiation.js';
 import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
@@ -13,6 +14,8 @@ import { listItems } from './list-items.js';
 export async function handleGet(h: HandlerContext): Promise<void> {
   const output = negotiate(h.req.headers.accept, { table: true, partial: true, partialList: false });
   const rv = h.query.get('resourceVersion');
+  // As for lists (list-options.ts) and kube-apiserver: a malformed resourceVersion is a client error.
+  if (rv !== null && rv !== '' && !/^\d{1,15}$/.test(rv)) throw status.badRequest(`invalid resource version "${rv}": must be a decimal number`);
   const obj = await h.registry.get(requestContext(h), h.info.namespace, h.info.name, rv === '0' ? 'any' : 'consistent');
   if (output === 'table') {
     const include = parseIncludeObject(h.query.get('includeObject'));
