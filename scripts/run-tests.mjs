@@ -16,6 +16,12 @@
 //                          named `fixtures` are skipped (they hold helpers and the runner's own
 //                          deliberately hanging fixture)
 //   CLUSTER_BUILD_TIMEOUT_MS  deadline for test/cluster/build.sh (default 1800000: 30 min)
+//   REVERSER_CI_DEADLINE_MS   set by .ci/run: the epoch time (ms) by which the whole CI run must end.
+//                          The wait for a cold control-plane build is then cut short so that the
+//                          cluster tests still fit; if the binaries are not ready by then, the
+//                          cluster group is reported NOT RUN (loudly, with the build's progress) and
+//                          does not fail the run. A build that fails always fails the run, and outside
+//                          CI the build's own deadline applies.
 //
 // The control-plane tests (files under a `cluster` directory) run last, as a second group: first
 // test/cluster/build.sh builds or finds kube-apiserver, kube-controller-manager, etcd and helm (a
@@ -58,11 +64,29 @@ const rest = selected.filter((f) => !isCluster(f));
 const cluster = selected.filter(isCluster);
 let status = rest.length ? runFiles(rest) : 0;
 if (cluster.length) {
-  const buildTimeout = Number(process.env.CLUSTER_BUILD_TIMEOUT_MS ?? 1_800_000);
+  let buildTimeout = Number(process.env.CLUSTER_BUILD_TIMEOUT_MS ?? 1_800_000);
+  // The cluster files take about a minute on a quiet machine; keep room for them on a busy one.
+  const CLUSTER_TESTS_BUDGET_MS = 240_000;
+  const ciDeadline = Number(process.env.REVERSER_CI_DEADLINE_MS ?? 0);
+  let ciBounded = false;
+  if (ciDeadline > 0) {
+    const left = ciDeadline - Date.now() - CLUSTER_TESTS_BUDGET_MS;
+    if (left < buildTimeout) {
+      buildTimeout = Math.max(left, 1_000);
+      ciBounded = true;
+    }
+  }
   const t0 = Date.now();
-  console.log(`control-plane tests: waiting for test/cluster/build.sh all (deadline ${Math.round(buildTimeout / 60_000)} min)`);
+  console.log(`control-plane tests: waiting for test/cluster/build.sh all (deadline ${Math.round(buildTimeout / 1000)} s${ciBounded ? ', bounded by the CI run\'s deadline' : ''})`);
   const b = spawnSync('bash', ['test/cluster/build.sh', 'all'], { stdio: ['ignore', 'inherit', 'inherit'], timeout: buildTimeout });
-  if (b.status !== 0) {
+  const timedOut = b.error?.code === 'ETIMEDOUT' || (b.status === null && b.signal === 'SIGTERM');
+  if (timedOut && ciBounded) {
+    console.error(
+      `control-plane tests: NOT RUN — the cold build of kube-apiserver, kube-controller-manager and etcd did not finish within this CI run's 20-minute budget ` +
+        `(waited ${Math.round((Date.now() - t0) / 1000)} s). ${cluster.length} control-plane test file(s) skipped; they run once the binaries are cached ` +
+        `(~/.cache/reverser-apiserver/cluster, see docs/contributing.md#control-plane-tests).`,
+    );
+  } else if (b.status !== 0) {
     console.error(`control-plane tests: test/cluster/build.sh failed (${b.error ? b.error.message : `exit ${b.status}`}); ${cluster.length} control-plane test file(s) not run: FAILED`);
     status = 1;
   } else {

@@ -233,6 +233,24 @@ async function main(): Promise<void> {
       rows.push({ metric: `LIST ${N}, unpaginated`, unit: 'ms/list', server: s, floor: f, ratio: s / f, target: '≤ 3× floor', met: s / f <= 3, note: `runs ${r.a.map((x) => fmt(x, 0)).join('/')} vs ${r.b.map((x) => fmt(x, 0)).join('/')}` });
       log(`LIST: server ${fmt(s)} ms, floor ${fmt(f)} ms, ratio ${fmt(s / f, 2)}×`);
 
+      // The same LIST with Accept-Encoding: gzip (compressed over 128 KiB, level 1, as kube-apiserver),
+      // interleaved with the identity LIST: time on loopback and bytes on the wire.
+      const listPath = `${GROUP_PATH}/namespaces/${NS}/gittargets`;
+      const sGzip = async () => {
+        const t0 = performance.now();
+        const r = await request(server, sAgent, { method: 'GET', path: listPath, headers: { 'accept-encoding': 'gzip' } });
+        if (r.status !== 200) throw new Error(`server LIST gzip: HTTP ${r.status}`);
+        return performance.now() - t0;
+      };
+      const gzBytes = (await request(server, sAgent, { method: 'GET', path: listPath, headers: { 'accept-encoding': 'gzip' } })).bytes;
+      const idBytes = (await request(server, sAgent, { method: 'GET', path: listPath })).bytes;
+      await timedLoop(P.warmMs, sGzip);
+      const rg = await interleaved(P.rounds, () => timedLoop(P.listMs, sGzip).then(median), () => timedLoop(P.listMs, sList).then(median));
+      const g = median(rg.a);
+      const id = median(rg.b);
+      rows.push({ metric: `LIST ${N}, unpaginated, gzip (server vs itself without gzip)`, unit: 'ms/list', server: g, floor: id, ratio: g / id, target: 'measured (no target)', note: `${fmt(gzBytes / 1e6, 2)} MB vs ${fmt(idBytes / 1e6, 2)} MB on the wire; runs ${rg.a.map((x) => fmt(x, 0)).join('/')} vs ${rg.b.map((x) => fmt(x, 0)).join('/')}` });
+      log(`LIST gzip: ${fmt(g)} ms (${fmt(gzBytes / 1e6, 2)} MB) vs identity ${fmt(id)} ms (${fmt(idBytes / 1e6, 2)} MB)`);
+
       const sPath = `${GROUP_PATH}/namespaces/${NS}/gittargets?limit=500`;
       const sPaged = async () => traverse(server, sAgent, sPath, (c) => `${sPath}&continue=${encodeURIComponent(c)}`);
       const fPaged = async () => traverse(floor, fAgent, '/floor/list?limit=500', (c) => `/floor/list?limit=500&continue=${c}`);

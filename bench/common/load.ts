@@ -14,6 +14,8 @@ export interface Req {
   path: string;
   body?: string;
   contentType?: string;
+  /** Extra request headers (e.g. accept-encoding). */
+  headers?: Record<string, string>;
 }
 
 export interface LoadResult {
@@ -33,7 +35,7 @@ export function agentFor(t: Target, maxSockets: number): https.Agent {
 
 export function request(t: Target, agent: https.Agent, r: Req): Promise<{ status: number; body: string; bytes: number }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', ...(r.headers ?? {}) };
     if (r.body !== undefined) {
       headers['content-type'] = r.contentType ?? 'application/json';
       headers['content-length'] = String(Buffer.byteLength(r.body));

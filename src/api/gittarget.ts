@@ -56,8 +56,9 @@ export const GitTargetSpecSchema = Type.Object(
               {
                 secretRef: Type.Object(
                   {
-                    name: Type.String({ minLength: 1, description: 'Secret holding a kubeconfig.' }),
-                    key: Type.Optional(Type.String({ minLength: 1, default: 'value', description: 'Key of the kubeconfig in the Secret.' })),
+                    name: Type.String({ minLength: 1, description: "Secret holding a kubeconfig, in the GitTarget's namespace on the hosting cluster." }),
+                    // No default: without a key, "value" then "value.yaml" are tried (Flux's order).
+                    key: Type.Optional(Type.String({ minLength: 1, description: 'Key of the kubeconfig in the Secret; when omitted, "value", then "value.yaml".' })),
                   },
                   { additionalProperties: false },
                 ),
@@ -74,7 +75,7 @@ export const GitTargetSpecSchema = Type.Object(
         Type.Object(
           {
             group: Type.String({ description: 'API group; "" for the core group.' }),
-            version: Type.String({ minLength: 1, description: 'API version, e.g. v1.' }),
+            version: Type.Optional(Type.String({ minLength: 1, description: "API version, e.g. v1; omitted means the group's preferred version in the source." })),
             resource: Type.String({ minLength: 1, description: 'Plural resource name, e.g. configmaps.' }),
             namespaces: Type.Optional(
               Type.Array(Type.String({ minLength: 1 }), { description: 'Only these namespaces; omitted means all.', 'x-kubernetes-list-type': 'set' }),

@@ -56,6 +56,14 @@ export const gitTargets: ResourceDefinition = {
       jsonPath: '.status.pendingChanges',
       value: (o) => (typeof o?.status?.pendingChanges === 'number' ? o.status.pendingChanges : null),
     },
+    {
+      name: 'Streams',
+      type: 'string',
+      description: 'Source watch streams listed and watching, of all',
+      priority: 1,
+      jsonPath: '.status.streams.summary',
+      value: (o) => o?.status?.streams?.summary ?? '',
+    },
     readyMessage,
   ],
   selectableFields: {

@@ -185,6 +185,18 @@ export function timeout(message: string): StatusError {
   return failure(504, 'Timeout', message, {});
 }
 
+/**
+ * A resourceVersion ahead of the store: 504 Timeout with retryAfterSeconds 1 and a Retry-After
+ * header, as kube-apiserver's NewTooLargeResourceVersionError (the client retries, then re-lists).
+ */
+export function tooLargeResourceVersion(want: number | string, current: number | string): StatusError {
+  const e = failure(504, 'Timeout', `Too large resource version: ${want}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  });
+  return new StatusError(e.status, { 'retry-after': '1' });
+}
+
 export function internalError(message: string): StatusError {
   return failure(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] });
 }

@@ -1,5 +1,6 @@
 // Writing responses: one place that serializes bodies, sets content types and warning headers.
 import type { FastifyReply } from 'fastify';
+import { gzipSync } from 'node:zlib';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
@@ -24,12 +25,44 @@ function jsonBody(reply: FastifyReply, body: unknown): Buffer {
   return Buffer.from(wantsPretty(reply) ? `${JSON.stringify(body, null, 2)}\n` : JSON.stringify(body));
 }
 
+/** kube-apiserver compresses responses larger than this when the client accepts gzip. */
+export const GZIP_THRESHOLD_BYTES = 128 * 1024;
+// kube-apiserver's level (defaultGzipContentEncodingLevel): fastest, most of the gain on JSON.
+const GZIP_LEVEL = 1;
+
+/** Whether Accept-Encoding lists gzip with a non-zero quality. */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (!header) return false;
+  for (const part of (Array.isArray(header) ? header.join(',') : header).split(',')) {
+    const [coding, ...params] = part.trim().split(';');
+    if (coding!.trim().toLowerCase() !== 'gzip') continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  }
+  return false;
+}
+
+/** kube-apiserver marks every response not to be cached by shared caches unless it says otherwise. */
+function noCache(reply: FastifyReply): void {
+  if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-cache, private');
+}
+
+/** Sends `body`, gzip-compressed when it is over 128 KiB and the client accepts gzip (as kube). */
+function out(reply: FastifyReply, code: number, contentType: string, body: Buffer): FastifyReply {
+  reply.code(code).header('content-type', contentType);
+  noCache(reply);
+  if (body.length > GZIP_THRESHOLD_BYTES && acceptsGzip(reply.request?.headers['accept-encoding'])) {
+    return reply.header('content-encoding', 'gzip').header('vary', 'Accept-Encoding').send(gzipSync(body, { level: GZIP_LEVEL }));
+  }
+  return reply.send(body);
+}
+
 // Bodies go out as Buffers: fastify then leaves Content-Type exactly as set (for strings it appends
 // `; charset=utf-8` and re-quotes parameters, e.g. the aggregated-discovery media type).
 export function send(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
-  if (output === 'yaml') return reply.code(code).header('content-type', 'application/yaml').send(Buffer.from(stringifyPortable(body)));
-  return reply.code(code).header('content-type', 'application/json').send(jsonBody(reply, body));
+  if (output === 'yaml') return out(reply, code, 'application/yaml', Buffer.from(stringifyPortable(body)));
+  return out(reply, code, 'application/json', jsonBody(reply, body));
 }
 
 // Objects handed out by the store are immutable by contract (src/storage/types.ts; the watch cache
@@ -54,16 +87,17 @@ export function listJSON(head: Record<string, unknown>, items: object[]): string
 
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
-  const out = wantsPretty(reply) ? Buffer.from(`${JSON.stringify(JSON.parse(text), null, 2)}\n`) : Buffer.from(text);
-  return reply.code(code).header('content-type', 'application/json').send(out);
+  const body = wantsPretty(reply) ? Buffer.from(`${JSON.stringify(JSON.parse(text), null, 2)}\n`) : Buffer.from(text);
+  return out(reply, code, 'application/json', body);
 }
 
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  noCache(reply);
   return reply.code(status.code).header('content-type', 'application/json').send(jsonBody(reply, status));
 }
 
 export function sendRaw(reply: FastifyReply, code: number, contentType: string, body: Buffer | string, headers: Record<string, string> = {}): FastifyReply {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  return reply.code(code).header('content-type', contentType).send(typeof body === 'string' ? Buffer.from(body) : body);
+  return out(reply, code, contentType, typeof body === 'string' ? Buffer.from(body) : body);
 }

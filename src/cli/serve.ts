@@ -118,28 +118,32 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
-  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
-  // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
-  let controllers: RunningControllers | undefined;
-  if (opts.mode === 'serve' && opts.controllers.size > 0) {
-    const { startControllers } = await import('../controllers/index.js');
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry }, opts.controllers);
-  }
-  if (devAdmin) {
-    const standalone = opts.mode === 'sandbox';
-    const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      kubeconfigYAML({
+  // The admin kubeconfig of the dev PKI; in development also the mirror's way into this server's own sandbox.
+  const adminKubeconfig = devAdmin
+    ? kubeconfigYAML({
         server: url,
         caPem: devAdmin.caPem,
         certPem: readFileSync(devAdmin.certFile, 'utf8'),
         keyPem: readFileSync(devAdmin.keyFile, 'utf8'),
         user: 'admin',
-        name: standalone ? 'reverser-sandbox' : 'reverser',
-      }),
-      { mode: 0o600 },
-    );
+        name: opts.mode === 'sandbox' ? 'reverser-sandbox' : 'reverser',
+      })
+    : undefined;
+  // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
+  // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
+  let controllers: RunningControllers | undefined;
+  if (opts.mode === 'serve' && opts.controllers.size > 0) {
+    const { startControllers } = await import('../controllers/index.js');
+    const { defaultSourceConfig } = await import('../controllers/source/index.js');
+    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
+    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
+    const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+  }
+  if (adminKubeconfig) {
+    const standalone = opts.mode === 'sandbox';
+    const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
+    writeFileSync(kubeconfig, adminKubeconfig, { mode: 0o600 });
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(

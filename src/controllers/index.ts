@@ -12,6 +12,7 @@ import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
 import type { WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -26,6 +27,10 @@ export interface ControllerDeps {
   holder?: string;
   leaseTtlMs?: number;
   requestGraceMs?: number;
+  /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
+  defaultSource?: KubeConfig;
+  /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
+  mirrorRecheckMs?: number;
 }
 
 export interface RunningControllers {
@@ -42,6 +47,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
   const stops: Array<() => Promise<void>> = [];
+  const startAfterInformer: Array<() => Promise<void>> = [];
   let sink: WindowSink | undefined;
   let windows: WindowsController | undefined;
   if (enabled.has('windows')) {
@@ -57,8 +63,26 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     requests = new CommitRequestController({ store: deps.store, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
     stops.push(() => requests!.stop());
   }
+  if (enabled.has('mirror')) {
+    if (!sink) throw new Error('the mirror controller needs the windows controller in the same replica (--controllers)');
+    const { startMirror } = await import('./mirror/index.js');
+    const { SourceClient, SourceConnector } = await import('./source/index.js');
+    const hosting = deps.defaultSource ? new SourceClient(deps.defaultSource) : undefined;
+    const connector = new SourceConnector({ defaultConfig: deps.defaultSource, hosting });
+    const mirrorSink = sink;
+    let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
+    // Started after the shared informer below; stopped before it.
+    startAfterInformer.push(async () => {
+      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs });
+    });
+    stops.unshift(async () => {
+      await mirror?.stop();
+      hosting?.close();
+    });
+  }
   await windows?.start();
   await gitTargets.start();
+  for (const s of startAfterInformer) await s();
   await requests?.start();
   if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder });
   return {

@@ -1,5 +1,5 @@
 // The controllers `--controllers` can name (kept apart so flag parsing loads no controller code).
-export const CONTROLLER_NAMES = ['windows', 'commitrequests'] as const;
+export const CONTROLLER_NAMES = ['mirror', 'windows', 'commitrequests'] as const;
 export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 
 /** `--controllers`: `all` (default), `none` or empty for API-only, or a comma-separated list. */
@@ -15,5 +15,7 @@ export function parseControllers(value: string): Set<ControllerName> {
     }
     out.add(name as ControllerName);
   }
+  // The mirror hands its changes to the commit windows of the same process.
+  if (out.has('mirror') && !out.has('windows')) throw new Error('mirror needs windows in the same process; add windows to the list');
   return out;
 }

@@ -16,5 +16,4 @@ export { GitWorker, type CommitEngine, type GitWorkerOptions } from './worker.js
 export { type LeaseProvider } from './lease.js';
 export { canonicalPath, normalizeTargetPath, validateTargetPath, type CanonicalPathInput } from './paths.js';
 export { credentialsFromSecret, validateRepositoryURL, type GitCredentials, type SecretLike } from './repository-url.js';
-export { isClusterNoise, sanitizeObject, type NoiseResource, type SanitizeOptions } from './sanitize.js';
 export { encodeObject, identityKey, type ObjectIdentity } from './manifest-yaml.js';

@@ -48,7 +48,7 @@ export class Registry {
     this.gr = { group: def.group, resource: def.plural, kind: def.kind };
     this.apiVersion = apiVersionOf(def);
     this.validator = compileSchema(def.schema);
-    this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr);
+    this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr, strategy.statusFields);
   }
 
   key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
@@ -378,8 +378,10 @@ export class Registry {
           throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
         case 'Expired':
           throw status.gone(e.message);
-        case 'Timeout':
-          throw status.timeout(e.message);
+        case 'Timeout': {
+          const tooLarge = /^Too large resource version: (\d+), current: (\d+)$/.exec(e.message);
+          throw tooLarge ? status.tooLargeResourceVersion(tooLarge[1]!, tooLarge[2]!) : status.timeout(e.message);
+        }
         case 'Unavailable':
           throw status.serviceUnavailable(`storage is unavailable: ${e.message}`, 1);
       }

@@ -37,7 +37,7 @@ function failed(r: RunResult, stderr: string): void {
 }
 
 const TABLE_HEADER = /^NAME\s+READY\s+REASON\s+BRANCH\s+PATH\s+LAST COMMIT\s+AGE$/;
-const WIDE_HEADER = /^NAME\s+READY\s+REASON\s+BRANCH\s+PATH\s+LAST COMMIT\s+AGE\s+REPOSITORY\s+PENDING\s+MESSAGE$/;
+const WIDE_HEADER = /^NAME\s+READY\s+REASON\s+BRANCH\s+PATH\s+LAST COMMIT\s+AGE\s+REPOSITORY\s+PENDING\s+STREAMS\s+MESSAGE$/;
 
 export function kubectlScenario(version: string | undefined): void {
   const label = version ? `kubectl ${version}` : 'kubectl (PATH)';

@@ -129,7 +129,7 @@ test('v2 and v3 publish the list types server-side apply merges by', () => {
   assert.equal(v2.definitions[`${META}.ObjectMeta`].properties.ownerReferences.items['x-kubernetes-map-type'], 'atomic');
   assert.deepEqual(markers(v2.definitions), want);
   // Map-list keys must be required (or defaulted) for every item to have its key.
-  assert.deepEqual(v3.components.schemas[GT].properties.spec.properties.resources.items.required, ['group', 'version', 'resource']);
+  assert.deepEqual(v3.components.schemas[GT].properties.spec.properties.resources.items.required, ['group', 'resource']);
 });
 
 test('v3: PATCH has fieldValidation at operation level and the three patch types, never strategic merge', () => {

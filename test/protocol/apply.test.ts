@@ -230,3 +230,21 @@ describe('kcp logical clusters', () => {
     assert.equal(again.body.metadata.resourceVersion, a.body.metadata.resourceVersion, 'no-op');
   });
 });
+
+describe('the sandbox core kinds', () => {
+  test('a ConfigMap (no status subresource) is applied, merged by data key, and conflicts like ours', async (t) => {
+    const sandbox = await startServer(['--sandbox', '--controllers=none']);
+    t.after(() => sandbox.stop());
+    const path = '/api/v1/namespaces/default/configmaps/cm';
+    const cm = (data: Record<string, string>) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'default' }, data });
+    const put = (body: string, q: string) => sandbox.request('PATCH', `${path}${q}`, { contentType: 'application/apply-patch+yaml', body });
+    const a = await put(cm({ a: '1', b: '2' }), '?fieldManager=one');
+    assert.equal(a.status, 201, a.text);
+    assert.deepEqual(managed(a), [{ manager: 'one', operation: 'Apply', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { 'f:a': {}, 'f:b': {} } } }]);
+    const b = await put(cm({ c: '3' }), '?fieldManager=two');
+    assert.deepEqual(b.body.data, { a: '1', b: '2', c: '3' });
+    assertStatus(await put(cm({ a: '9' }), '?fieldManager=two'), 409, 'Conflict', 'Apply failed with 1 conflict: conflict with "one": .data.a');
+    const c = await put(cm({ a: '1' }), '?fieldManager=one');
+    assert.deepEqual(c.body.data, { a: '1', c: '3' }, '"b" had one owner and goes');
+  });
+});

@@ -304,6 +304,9 @@ describe('E. get, list, selectors, pagination, representations', () => {
     // Beyond the store: 504 Timeout, as for NotOlderThan.
     const future = await server.get(`${ns('exact')}?resourceVersion=${Number(patched.body.metadata.resourceVersion) + 1000}&resourceVersionMatch=Exact`);
     assertStatus(future, 504, 'Timeout', /^Too large resource version: \d+, current: \d+$/);
+    // As kube-apiserver: retry after a second (header and details), with the ResourceVersionTooLarge cause.
+    assert.equal(future.headers['retry-after'], '1');
+    assert.deepEqual(future.body.details, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
   });
   test('56: Table', async () => {
     const r = await server.get(ns('sel'), { accept: TABLE_ACCEPT });
@@ -380,6 +383,12 @@ describe('E. get, list, selectors, pagination, representations', () => {
     }
     assert.equal((await server.get(`${ns('sel')}/demo?pretty=1`)).text.startsWith('{\n  "apiVersion"'), true);
     assert.equal((await server.get(`${ns('sel')}/demo?pretty=false`)).text.startsWith('{"apiVersion"'), true);
+  });
+  test('responses carry Cache-Control: no-cache, private (objects, lists, errors, YAML), as kube-apiserver', async () => {
+    for (const [path, accept] of [[`${ns('sel')}/demo`, 'application/json'], [ns('sel'), 'application/json'], [`${ns('sel')}/missing`, 'application/json'], [`${ns('sel')}/demo`, 'application/yaml'], ['/apis', 'application/json']]) {
+      const r = await server.get(path!, { accept: accept! });
+      assert.equal(r.headers['cache-control'], 'no-cache, private', `${path} ${accept}`);
+    }
   });
   test('YAML output when asked for', async () => {
     const r = await server.get(`${ns('sel')}/demo`, { accept: 'application/yaml' });

@@ -24,7 +24,7 @@ export async function listItems(
   }
   if (rv && rv !== '0') {
     const want = Number(rv);
-    if (want > res.resourceVersion) throw status.timeout(`Too large resource version: ${want}, current: ${res.resourceVersion}`);
+    if (want > res.resourceVersion) throw status.tooLargeResourceVersion(want, res.resourceVersion);
     // Exact at a past RV: the collection as it was then, rebuilt from the retained history (the
     // watch cache keeps it); older than the history is 410 Expired, as kube-apiserver answers.
     if (opts.resourceVersionMatch === 'Exact' && want < res.resourceVersion) res = await h.registry.list(cluster, h.info.namespace, 'consistent', want);

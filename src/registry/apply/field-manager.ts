@@ -55,12 +55,15 @@ export class FieldManager {
     readonly apiVersion: string,
     readonly kind: string,
     private readonly gr: status.GroupResource & { kind: string },
+    /** Top-level fields the status subresource owns (the strategy's); [] when there is none. */
+    statusFields: readonly string[] = ['status'],
   ) {
     this.shape = shapeOf(schema);
-    this.resetMain = FieldSet.of(p('status'));
-    // A /status write owns nothing but status: every other top-level field is reset (CRD status strategy).
+    // Writes to the main resource never own the status fields; a /status write owns nothing but
+    // them (the reset fields of kube's resource strategies).
+    this.resetMain = FieldSet.of(...statusFields.map((f) => p(f)));
     const top = this.shape.kind === 'map' ? [...this.shape.fields.keys()] : [];
-    this.resetStatus = FieldSet.of(...[...new Set(['apiVersion', 'kind', 'metadata', 'spec', ...top])].filter((f) => f !== 'status').map((f) => p(f)));
+    this.resetStatus = FieldSet.of(...[...new Set(['apiVersion', 'kind', 'metadata', 'spec', ...top])].filter((f) => !statusFields.includes(f)).map((f) => p(f)));
   }
 
   private reset(subresource: string): FieldSet {

@@ -1,6 +1,8 @@
-// What of a live object is written to Git (design §6, digest §2). The sanitized object is built
-// from an allowlist rather than stripped from a copy, so a field the server adds later never leaks.
-import type { KubeObject } from '../storage/types.js';
+// What of a live source object is written to Git (design §6, digest §2). It lives with the mirror,
+// not in git/: the git engine writes whatever objects it is given and knows nothing of clusters.
+// The sanitized object is built from an allowlist rather than stripped from a copy, so a field the
+// server adds later never leaks.
+import type { KubeObject } from '../../storage/types.js';
 
 const PAYLOAD_KEYS = ['spec', 'data', 'binaryData'];
 const EXTRA_TOP_LEVEL_KEYS = ['rules', 'subjects', 'roleRef', 'webhooks', 'template', 'involvedObject', 'reason', 'message', 'type', 'eventTime'];
@@ -24,11 +26,6 @@ const KIND_SPEC_REMOVALS: Record<string, string[]> = {
   PersistentVolumeClaim: ['volumeName', 'volumeMode'],
 };
 
-export interface SanitizeOptions {
-  /** Reserved for callers that mirror cluster noise; sanitizing itself does not depend on it. */
-  includeClusterNoise?: boolean;
-}
-
 function cleanMap(m: unknown, prefixes: string[], exact?: Set<string>): Record<string, string> | undefined {
   if (!m || typeof m !== 'object') return undefined;
   const out: Record<string, string> = {};
@@ -44,7 +41,7 @@ function clone<T>(v: T): T {
 }
 
 /** The object as it is written to Git; never mutates its input. */
-export function sanitizeObject(obj: KubeObject, _opts: SanitizeOptions = {}): KubeObject {
+export function sanitizeObject(obj: KubeObject): KubeObject {
   const meta = obj.metadata ?? {};
   const metadata: KubeObject['metadata'] = {};
   if (meta.name) metadata.name = meta.name;
@@ -63,37 +60,4 @@ export function sanitizeObject(obj: KubeObject, _opts: SanitizeOptions = {}): Ku
     for (const f of removals) delete (out.spec as Record<string, unknown>)[f];
   }
   return out;
-}
-
-/** The resource (plural) an object belongs to, as named in a GitTarget rule. */
-export interface NoiseResource {
-  group: string;
-  resource: string;
-}
-
-const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';
-
-/**
- * Objects every cluster generates on its own; they do not belong in a portable Git view and are
- * filtered unless a GitTarget sets `includeClusterNoise: true`.
- */
-export function isClusterNoise(obj: KubeObject, resource: NoiseResource): boolean {
-  const { group, resource: res } = resource;
-  const meta = obj.metadata ?? {};
-  if (group === '' && res === 'events') return true;
-  if (group === 'events.k8s.io' && res === 'events') return true;
-  if (group === '' && res === 'configmaps') {
-    if (meta.name === 'kube-root-ca.crt') return true;
-    // Old-style leader election stores its record in a ConfigMap annotation.
-    if (meta.annotations && LEADER_ELECTION_ANNOTATION in meta.annotations) return true;
-  }
-  if (group === '' && res === 'secrets' && obj.type === 'kubernetes.io/service-account-token') return true;
-  if (group === 'coordination.k8s.io' && res === 'leases') {
-    // Node heartbeats and controller leader election; a user-made Lease without a holder is kept.
-    if (meta.namespace === 'kube-node-lease') return true;
-    const spec = obj.spec as Record<string, unknown> | undefined;
-    if (spec && (spec.holderIdentity !== undefined || spec.leaseDurationSeconds !== undefined)) return true;
-  }
-  if (group === '' && res === 'endpoints' && meta.annotations && LEADER_ELECTION_ANNOTATION in meta.annotations) return true;
-  return false;
 }

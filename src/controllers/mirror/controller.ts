@@ -1,0 +1,228 @@
+// The mirror controller: one TargetMirror per GitTarget this replica holds the lease of. A key is
+// reconciled on every change of its GitTarget and on a short cadence (the kubeconfig Secret is
+// re-read then); the TargetMirror is replaced when the generation, the source credentials (a
+// rotation: the client is rebuilt once per new kubeconfig) or the lease change, and stopped when
+// the GitTarget is deleted or suspended, its Secret deleted or refused, or the lease lost.
+import type { Store } from '../../storage/types.js';
+import type { Logger } from '../../metrics/logger.js';
+import type { ObjectRef } from '../../git/index.js';
+import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
+import type { TargetKey, WindowSink } from '../windows/types.js';
+import type { SourceConnector, SourceSpec } from '../source/connector.js';
+import type { ReflectorOptions } from '../source/reflector.js';
+import type { SourceError } from '../source/client.js';
+import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
+import { writeMirrorStatus, type MirrorStatus } from './status.js';
+
+export interface MirrorDeps {
+  store: Store;
+  log: Logger;
+  keeper: LeaseKeeper;
+  sink: WindowSink;
+  connector: SourceConnector;
+  /** Identities of the files in a target's folder (prune Always); from the git engine. */
+  folderListing?(key: TargetKey): Promise<ObjectRef[] | undefined>;
+  /** The replica's shared GitTarget informer (started by the caller); the mirror makes its own when absent. */
+  gitTargets?: Informer;
+  /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
+  recheckMs?: number;
+  reflector?: ReflectorOptions;
+}
+
+interface Running {
+  uid: string;
+  generation: number;
+  token: string;
+  description: string;
+  mirror: TargetMirror;
+  report?: MirrorReport;
+}
+
+/** This controller's claim on a GitTarget's lease (shared with the windows controller). */
+const CLAIMANT = 'mirror';
+
+const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied' };
+
+function mirrorSpec(spec: any): MirrorSpec {
+  const prune: PruneMode = ['Never', 'OnEvent', 'Always'].includes(spec?.prune?.mode) ? spec.prune.mode : spec?.prune?.mode === undefined ? 'OnEvent' : 'Never';
+  return {
+    resources: Array.isArray(spec?.resources) ? spec.resources : [],
+    prune,
+    includeClusterNoise: spec?.includeClusterNoise === true,
+  };
+}
+
+/** The conditions a running mirror's last report means. */
+export function statusFromReport(generation: number, description: string, r: MirrorReport | undefined): MirrorStatus {
+  const streams = { ready: r?.streamsReady ?? 0, total: r?.streamsTotal ?? 0 };
+  if (r?.unresolved?.length) {
+    return {
+      generation,
+      validated: { status: 'False', reason: 'ResourceTypeNotFound', message: r.unresolved.join('; ') },
+      sourceReachable: { status: 'True', reason: 'Reachable', message: `${description} answers discovery` },
+      synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored until every selected type resolves' },
+      streams,
+    };
+  }
+  const err: SourceError | undefined = r?.sourceError;
+  const validated = { status: 'True' as const, reason: 'Valid', message: `mirroring from ${description}` };
+  const sourceReachable = err
+    ? { status: 'False' as const, reason: REACHABILITY[err.reason] ?? 'Unreachable', message: err.message }
+    : r && r.unresolved && streams.ready === streams.total
+      ? { status: 'True' as const, reason: 'Reachable', message: `${streams.ready}/${streams.total} streams listed and watching` }
+      : { status: 'Unknown' as const, reason: 'Connecting', message: 'listing the selected types' };
+  return { generation, validated, sourceReachable, synced: r?.synced ?? { status: 'False', reason: 'InitialSync', message: 'waiting for the initial list' }, streams };
+}
+
+export interface MirrorController {
+  stop(): Promise<void>;
+  /** Resolves once every GitTarget seen so far was reconciled at least once (tests). */
+  idle(): Promise<void>;
+}
+
+export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
+  const { store, log, keeper, sink, connector } = deps;
+  const recheckMs = deps.recheckMs ?? 10_000;
+  const running = new Map<string, Running>();
+  const pendingStatus = new Map<string, NodeJS.Timeout>();
+  const ownInformer = !deps.gitTargets;
+  const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
+
+  /** Stops the target's mirror; `keepLease` when it restarts at once (new generation or credentials). */
+  const teardown = async (key: string, keepLease = false) => {
+    const r = running.get(key);
+    if (!r) return;
+    running.delete(key);
+    await r.mirror.stop();
+    log.info('mirror stopped', { target: key });
+    if (!keepLease) await keeper.release(targetLeaseName({ ...parseKey(key), uid: r.uid }), CLAIMANT);
+  };
+
+  const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
+    const k = parseKey(key);
+    return writeMirrorStatus(store, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+  };
+
+  // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
+  const scheduleStatus = (key: string) => {
+    if (pendingStatus.has(key)) return;
+    pendingStatus.set(
+      key,
+      setTimeout(() => {
+        pendingStatus.delete(key);
+        const r = running.get(key);
+        if (r) void writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report));
+      }, 100),
+    );
+  };
+
+  const reconcile = async (key: string) => {
+    const obj = informer.get(key);
+    if (!obj || obj.metadata.deletionTimestamp) {
+      await teardown(key);
+      return;
+    }
+    const { namespace, name } = parseKey(key);
+    const uid = obj.metadata.uid ?? '';
+    const generation = obj.metadata.generation ?? 1;
+    const tk: TargetKey = { cluster: parseKey(key).cluster, namespace, name, uid };
+    const cur = running.get(key);
+    if (cur && cur.uid !== uid) await teardown(key);
+    const spec = obj.spec as any;
+    if (!Array.isArray(spec?.resources) || spec.resources.length === 0) {
+      // Nothing selected, nothing to mirror: the mirror neither connects nor writes status for it.
+      await teardown(key);
+      return;
+    }
+    const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
+    if (!lease) {
+      await teardown(key);
+      return { requeueAfterMs: 2_000 };
+    }
+    const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
+    if (spec?.suspend === true) {
+      await teardown(key);
+      await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced: running.get(key)?.report?.synced ?? idle, streams: { ready: 0, total: 0 }, suspended: true });
+      return;
+    }
+    const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined);
+    if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
+      // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
+      log.warn('kubeconfig Secret not re-checked; the mirror keeps its credentials', { target: key, reason: conn.reason });
+      return { requeueAfterMs: recheckMs };
+    }
+    if (!conn.ok) {
+      await teardown(key);
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: conn.transient ? 'Unknown' : 'False', reason: conn.reason, message: conn.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored while the source is refused' },
+        streams: { ready: 0, total: 0 },
+      });
+      return { requeueAfterMs: recheckMs };
+    }
+    const now = running.get(key);
+    if (now && (now.generation !== generation || now.token !== conn.token)) {
+      log.info(now.token !== conn.token ? 'source credentials changed; rebuilding the client' : 'spec changed; restarting the mirror', { target: key });
+      await teardown(key, true);
+    }
+    if (!running.has(key)) {
+      const entry: Running = {
+        uid,
+        generation,
+        token: conn.token,
+        description: conn.description,
+        mirror: undefined as unknown as TargetMirror,
+      };
+      entry.mirror = new TargetMirror({
+        key: tk,
+        generation,
+        spec: mirrorSpec(spec),
+        config: conn.config,
+        sourceToken: conn.token,
+        sink,
+        log,
+        folderListing: deps.folderListing,
+        reflector: deps.reflector,
+        onReport: (rep) => {
+          if (running.get(key) !== entry) return;
+          entry.report = rep;
+          scheduleStatus(key);
+        },
+      });
+      running.set(key, entry);
+      log.info('mirror started', { target: key, source: conn.description, generation });
+      await entry.mirror.start();
+    }
+    const r = running.get(key);
+    if (r) await writeStatus(key, uid, statusFromReport(r.generation, r.description, r.report));
+    return { requeueAfterMs: recheckMs };
+  };
+
+  const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  informer.on({
+    upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
+    delete: (o) => queue.add(keyOf(o, clusterOf(o))),
+  });
+  keeper.onLost((lease) => {
+    for (const [key, r] of running) {
+      const { cluster, namespace, name } = parseKey(key);
+      if (targetLeaseName({ cluster, namespace, name, uid: r.uid }) === lease) {
+        void teardown(key).then(() => queue.add(key));
+      }
+    }
+  });
+  if (ownInformer) await informer.start();
+  else for (const o of informer.list()) queue.add(keyOf(o, clusterOf(o)));
+
+  return {
+    async stop() {
+      queue.stop();
+      if (ownInformer) informer.stop();
+      for (const t of pendingStatus.values()) clearTimeout(t);
+      await Promise.all([...running.keys()].map((k) => teardown(k)));
+    },
+    idle: () => queue.drained(),
+  };
+}

@@ -1,0 +1,92 @@
+// GitTarget status as the mirror owns it: Validated, SourceReachable, Synced, status.streams,
+// observedGeneration, and Ready (True only when Validated, SourceReachable, RepositoryReady and Synced
+// all are). RepositoryReady, lastCommit and pendingChanges belong to the windows controller; they
+// are read here, never written. Every write is a compare-and-swap on the latest stored object that
+// changes only these fields, so two controllers writing one status never undo each other.
+import type { KubeObject, ObjectKey, ResourceRef, Store } from '../../storage/types.js';
+import { StorageError } from '../../storage/types.js';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface MirrorStatus {
+  generation: number;
+  validated: Omit<Condition, 'type'>;
+  sourceReachable: Omit<Condition, 'type'>;
+  synced: Omit<Condition, 'type'>;
+  streams: { ready: number; total: number };
+  /** spec.suspend: Ready is False with reason Suspended whatever the rest says. */
+  suspended?: boolean;
+}
+
+const GITTARGETS: ResourceRef = { group: 'configbutler.ai', resource: 'gittargets' };
+const OWN = ['Validated', 'SourceReachable', 'Synced', 'Ready'];
+const READY_INPUTS = ['Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
+
+/** Ready from its four inputs: the first one not True gives the reason and the message. */
+export function readyCondition(conds: Condition[], suspended: boolean): Omit<Condition, 'type'> {
+  if (suspended) return { status: 'False', reason: 'Suspended', message: 'spec.suspend is true: nothing is mirrored or committed' };
+  for (const t of READY_INPUTS) {
+    const c = conds.find((x) => x.type === t);
+    if (!c) return { status: 'False', reason: t === 'RepositoryReady' ? 'RepositoryNotChecked' : `${t}Unknown`, message: `${t} has not been reported yet` };
+    if (c.status !== 'True') return { status: 'False', reason: c.reason, message: `${t}: ${c.message}` };
+  }
+  return { status: 'True', reason: 'Ready', message: 'the source is mirrored into the repository' };
+}
+
+/** The status `obj` should have; undefined when it already has it. */
+export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Record<string, unknown> | undefined {
+  const status = { ...((obj.status as Record<string, unknown>) ?? {}) };
+  const old = Array.isArray(status.conditions) ? (status.conditions as Condition[]) : [];
+  const mine: Condition[] = [
+    { type: 'Validated', ...s.validated },
+    { type: 'SourceReachable', ...s.sourceReachable },
+    { type: 'Synced', ...s.synced },
+  ];
+  const others = old.filter((c) => !OWN.includes(c.type));
+  const ready: Condition = { type: 'Ready', ...readyCondition([...mine, ...others], !!s.suspended) };
+  const next = [...others, ...mine, ready].map((c) => {
+    const prev = old.find((o) => o.type === c.type);
+    if (!OWN.includes(c.type)) return c;
+    return {
+      type: c.type,
+      status: c.status,
+      observedGeneration: s.generation,
+      lastTransitionTime: prev && prev.status === c.status && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+      reason: c.reason,
+      message: c.message.slice(0, 32768),
+    };
+  });
+  // Ready first, then the inputs in a fixed order, then anything else: stable for readers and diffs.
+  const order = ['Ready', 'Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
+  next.sort((a, b) => (order.indexOf(a.type) + 1 || 99) - (order.indexOf(b.type) + 1 || 99));
+  status.conditions = next;
+  status.observedGeneration = s.generation;
+  status.streams = { ready: s.streams.ready, total: s.streams.total, summary: `${s.streams.ready}/${s.streams.total}` };
+  const same = JSON.stringify(status) === JSON.stringify(obj.status ?? {});
+  return same ? undefined : status;
+}
+
+/** Writes the mirror's part of a GitTarget's status (CAS, retried on conflict). */
+export async function writeMirrorStatus(store: Store, key: ObjectKey, uid: string, s: MirrorStatus): Promise<void> {
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const obj = await store.get(GITTARGETS, key);
+    if (!obj || obj.metadata.uid !== uid) return; // deleted, or recreated: not ours to write
+    const status = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    if (!status) return;
+    try {
+      await store.update(GITTARGETS, key, { ...obj, status }, Number(obj.metadata.resourceVersion));
+      return;
+    } catch (e) {
+      if (e instanceof StorageError && e.code === 'Conflict') continue;
+      if (e instanceof StorageError && e.code === 'NotFound') return;
+      throw e;
+    }
+  }
+}

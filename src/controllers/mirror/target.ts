@@ -1,0 +1,323 @@
+// The mirror of one GitTarget generation against one source connection: a list+watch stream per
+// (resolved type, namespace), each keeping the sanitized state of what it selected, and every change
+// handed to the GitTarget's commit window (WindowSink). The controller replaces the whole
+// TargetMirror when the spec, the source credentials or the lease change; inside, nothing restarts.
+//
+// Order matters and is kept by one serial chain per target: the first snapshot (one commit of
+// everything, submitted once every stream finished its initial list) goes to the sink before any
+// later change, and a change is recorded in the stream's state only after the sink took it, so a
+// failure re-delivers it (the reflector resumes from the last RV it fully handled).
+import { createHash } from 'node:crypto';
+import type { KubeObject } from '../../storage/types.js';
+import type { Logger } from '../../metrics/logger.js';
+import type { ObjectRef } from '../../git/index.js';
+import type { PendingChange, TargetKey, WindowSink } from '../windows/types.js';
+import { SourceClient, type SourceError } from '../source/client.js';
+import { Discovery, type ResolvedType } from '../source/discovery.js';
+import { Reflector, type ReflectorOptions, type StreamState } from '../source/reflector.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { sanitizeObject } from './sanitize.js';
+import { isClusterNoise } from './noise.js';
+
+export type PruneMode = 'Never' | 'OnEvent' | 'Always';
+
+export interface MirrorSpec {
+  resources: Array<{ group: string; version?: string; resource: string; namespaces?: string[]; labelSelector?: string }>;
+  prune: PruneMode;
+  includeClusterNoise: boolean;
+}
+
+/** What the mirror reports; the controller turns it into conditions. */
+export interface MirrorReport {
+  /** Resolution of spec.resources: undefined while unknown. */
+  unresolved?: string[];
+  /** The last failure of discovery or of any stream, or undefined when all are healthy. */
+  sourceError?: SourceError;
+  streamsReady: number;
+  streamsTotal: number;
+  synced: { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+}
+
+export interface TargetMirrorDeps {
+  key: TargetKey;
+  generation: number;
+  spec: MirrorSpec;
+  config: KubeConfig;
+  /** Identifies the source credentials (a rotation changes it); part of the snapshot id. */
+  sourceToken?: string;
+  sink: WindowSink;
+  log: Logger;
+  onReport(r: MirrorReport): void;
+  /** Files in the target folder (prune Always at the first snapshot); undefined = not known, nothing is pruned. */
+  folderListing?(key: TargetKey): Promise<ObjectRef[] | undefined>;
+  reflector?: ReflectorOptions;
+}
+
+interface Entry {
+  hash: string;
+  object: KubeObject;
+  resource: string;
+  source: { uid: string; resourceVersion: string };
+}
+
+interface Stream {
+  type: ResolvedType;
+  namespace?: string;
+  reflector: Reflector;
+  listed: boolean;
+  state: StreamState;
+  /** identityKey → sanitized state of every object this stream currently selects. */
+  objects: Map<string, Entry>;
+}
+
+/** group|kind|namespace|name, as the git engine keys files (apiVersion's version ignored). */
+export function identityKeyOf(o: { apiVersion: string; kind: string; metadata: { namespace?: string; name?: string } }): string {
+  const slash = o.apiVersion.indexOf('/');
+  return `${slash < 0 ? '' : o.apiVersion.slice(0, slash)}|${o.kind}|${o.metadata.namespace ?? ''}|${o.metadata.name ?? ''}`;
+}
+
+function refOf(o: KubeObject): ObjectRef {
+  return { apiVersion: o.apiVersion, kind: o.kind, namespace: o.metadata.namespace || undefined, name: o.metadata.name ?? '' };
+}
+
+export class TargetMirror {
+  private readonly client: SourceClient;
+  private readonly streams: Stream[] = [];
+  private serial: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private snapshotSubmitted = false;
+  private snapshotId: string | undefined;
+  private unresolved: string[] | undefined;
+  private discoveryError: SourceError | undefined;
+  private synced: MirrorReport['synced'] = { status: 'False', reason: 'InitialSync', message: 'waiting for the initial list of every selected type' };
+  private unsubscribe: (() => void) | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly startedAt = Date.now();
+
+  constructor(private readonly d: TargetMirrorDeps) {
+    this.client = new SourceClient(d.config);
+  }
+
+  /** Resolves the types and starts the streams; re-tries resolution in the background on failure. */
+  async start(): Promise<void> {
+    if (this.stopped) return;
+    const discovery = new Discovery(this.client);
+    const resolved: Array<{ type: ResolvedType; namespaces?: string[]; labelSelector?: string }> = [];
+    const unknown: string[] = [];
+    try {
+      for (const r of this.d.spec.resources) {
+        const res = await discovery.resolve(r);
+        if (res.ok) resolved.push({ type: res.type, namespaces: r.namespaces, labelSelector: r.labelSelector });
+        else unknown.push(res.message);
+      }
+      this.discoveryError = undefined;
+    } catch (e) {
+      this.discoveryError = e as SourceError;
+      this.report();
+      this.retryTimer = setTimeout(() => void this.start(), 5_000);
+      return;
+    }
+    if (this.stopped) return;
+    this.unresolved = unknown;
+    if (unknown.length) {
+      // Mirroring a part of the selection would be mistaken for all of it: wait for every type.
+      this.report();
+      this.retryTimer = setTimeout(() => void this.start(), 15_000);
+      return;
+    }
+    for (const r of resolved) {
+      const namespaces = r.type.namespaced && r.namespaces?.length ? [...new Set(r.namespaces)] : [undefined];
+      for (const namespace of namespaces) this.addStream(r.type, namespace, r.labelSelector);
+    }
+    this.report();
+    for (const s of this.streams) s.reflector.start();
+    if (this.streams.length === 0) this.maybeSnapshot();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.pollTimer);
+    this.unsubscribe?.();
+    await Promise.all(this.streams.map((s) => s.reflector.stop()));
+    this.client.close();
+  }
+
+  private addStream(type: ResolvedType, namespace: string | undefined, labelSelector: string | undefined): void {
+    const stream: Stream = { type, namespace, listed: false, state: { phase: 'Listing' }, objects: new Map(), reflector: undefined as unknown as Reflector };
+    stream.reflector = new Reflector(
+      this.client,
+      type,
+      {
+        replace: (items, rv, initial) => this.onReplace(stream, items, rv, initial),
+        event: (t, obj) => this.onEvent(stream, t, obj),
+        state: (s) => {
+          stream.state = s;
+          this.report();
+        },
+      },
+      { ...this.d.reflector, namespace, labelSelector },
+    );
+    this.streams.push(stream);
+  }
+
+  private report(): void {
+    if (this.stopped) return;
+    const failing = this.streams.find((s) => s.state.phase === 'Failing')?.state as { error: SourceError } | undefined;
+    this.d.onReport({
+      unresolved: this.unresolved,
+      sourceError: this.discoveryError ?? failing?.error,
+      streamsReady: this.streams.filter((s) => s.listed && s.state.phase === 'Ready').length,
+      streamsTotal: this.streams.length,
+      synced: this.synced,
+    });
+  }
+
+  /** Runs `fn` after every sink operation queued before it. */
+  private inOrder<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.serial.then(fn, fn);
+    this.serial = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The sanitized state of a live object, or undefined when the mirror must not hold it. */
+  private entryOf(stream: Stream, obj: KubeObject): Entry | undefined {
+    if (obj.metadata?.deletionTimestamp) return undefined;
+    if (!this.d.spec.includeClusterNoise && isClusterNoise(obj, stream.type)) return undefined;
+    const full: KubeObject = { ...obj, apiVersion: obj.apiVersion || (stream.type.group ? `${stream.type.group}/${stream.type.version}` : stream.type.version), kind: obj.kind || stream.type.kind };
+    const object = sanitizeObject(full);
+    const hash = createHash('sha256').update(JSON.stringify(object)).digest('hex');
+    return { hash, object, resource: stream.type.resource, source: { uid: obj.metadata.uid ?? '', resourceVersion: obj.metadata.resourceVersion ?? '' } };
+  }
+
+  private write(e: Entry): PendingChange {
+    return { op: 'write', object: e.object, resource: e.resource, source: e.source };
+  }
+
+  private async onReplace(stream: Stream, items: KubeObject[], _rv: string, initial: boolean): Promise<void> {
+    const next = new Map<string, Entry>();
+    for (const it of items) {
+      const e = this.entryOf(stream, it);
+      if (e) next.set(identityKeyOf(e.object), e);
+    }
+    await this.inOrder(async () => {
+      if (!this.snapshotSubmitted) {
+        stream.objects = next;
+        stream.listed = true;
+        return;
+      }
+      // A re-list (410, or a stream restarted after the snapshot): reconcile against what we held.
+      const changes: PendingChange[] = [];
+      for (const [k, e] of next) if (stream.objects.get(k)?.hash !== e.hash) changes.push(this.write(e));
+      const gone = [...stream.objects.entries()].filter(([k]) => !next.has(k));
+      const mode = this.d.spec.prune;
+      // These objects were seen by this stream and are gone now: missed DELETE events. Never under
+      // prune Never; and a re-list that would empty what the stream held needs prune Always.
+      const emptying = next.size === 0 && stream.objects.size > 0;
+      if (mode === 'Always' || (mode === 'OnEvent' && !emptying)) {
+        for (const [, e] of gone) changes.push({ op: 'delete', ref: refOf(e.object), source: e.source });
+      } else if (gone.length) {
+        this.d.log.warn('re-list kept files whose objects are gone', { target: `${this.d.key.namespace}/${this.d.key.name}`, kept: gone.length, prune: mode });
+      }
+      if (changes.length) await this.d.sink.add(this.d.key, changes);
+      stream.objects = next;
+      stream.listed = true;
+      if (!initial) this.d.log.info('re-listed after the watch expired', { target: `${this.d.key.namespace}/${this.d.key.name}`, path: stream.reflector.path, changes: changes.length });
+    });
+    this.report();
+    this.maybeSnapshot();
+  }
+
+  private async onEvent(stream: Stream, type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): Promise<void> {
+    await this.inOrder(async () => {
+      const e = type === 'DELETED' ? undefined : this.entryOf(stream, obj);
+      const probe = e?.object ?? { ...obj, apiVersion: obj.apiVersion || stream.type.version, kind: obj.kind || stream.type.kind };
+      const k = identityKeyOf(probe as KubeObject);
+      const held = stream.objects.get(k);
+      if (e) {
+        if (held?.hash === e.hash) return; // status churn, managedFields, resourceVersion: nothing for Git
+        if (this.snapshotSubmitted) await this.d.sink.add(this.d.key, [this.write(e)]);
+        stream.objects.set(k, e);
+        return;
+      }
+      // Deleted, being deleted (deletionTimestamp), or now noise: the file goes, once.
+      if (!held) return;
+      if (this.snapshotSubmitted && this.d.spec.prune !== 'Never') {
+        await this.d.sink.add(this.d.key, [{ op: 'delete', ref: refOf(held.object), source: { uid: obj.metadata?.uid ?? held.source.uid, resourceVersion: obj.metadata?.resourceVersion ?? '' } }]);
+      }
+      stream.objects.delete(k);
+    });
+  }
+
+  /** Once every stream listed completely: one snapshot of everything selected. */
+  private maybeSnapshot(): void {
+    if (this.snapshotSubmitted || this.stopped || !this.streams.every((s) => s.listed)) return;
+    this.snapshotSubmitted = true;
+    void this.inOrder(async () => {
+      const writes: PendingChange[] = [];
+      const seen = new Set<string>();
+      for (const s of this.streams) {
+        for (const [k, e] of s.objects) {
+          if (seen.has(k)) continue;
+          seen.add(k);
+          writes.push(this.write(e));
+        }
+      }
+      writes.sort((a, b) => (a.op === 'write' && b.op === 'write' ? identityKeyOf(a.object).localeCompare(identityKeyOf(b.object)) : 0));
+      let deletes: ObjectRef[] | undefined;
+      if (this.d.spec.prune === 'Always' && this.d.folderListing) {
+        const inFolder = await this.d.folderListing(this.d.key);
+        if (inFolder) deletes = inFolder.filter((r) => !seen.has(identityKeyOf({ apiVersion: r.apiVersion, kind: r.kind, metadata: { namespace: r.namespace, name: r.name } })));
+      }
+      // The id names this listing of this source: two sources with equal resourceVersions (two
+      // sandboxes fed the same way) still differ by uid and credentials.
+      const digest = createHash('sha256')
+        .update(this.d.sourceToken ?? '')
+        .update(writes.map((w) => (w.op === 'write' ? `${w.source?.uid}@${w.source?.resourceVersion}` : '')).join(','))
+        .digest('hex')
+        .slice(0, 12);
+      const id = `g${this.d.generation}-${digest}`;
+      this.snapshotId = id;
+      this.unsubscribe = this.d.sink.onSnapshotLanded((t, landed, outcome) => {
+        if (t.uid === this.d.key.uid && landed === id) this.landed(outcome);
+      });
+      const listedMs = Date.now() - this.startedAt;
+      await this.d.sink.snapshot(this.d.key, { id, writes, deletes });
+      this.d.log.info('snapshot queued', {
+        target: `${this.d.key.namespace}/${this.d.key.name}`,
+        id,
+        objects: writes.length,
+        deletes: deletes?.length ?? 0,
+        listedMs,
+        queuedMs: Date.now() - this.startedAt - listedMs,
+      });
+      // Another replica may land it (lease moved): its outcome is in the Store.
+      this.pollTimer = setInterval(() => {
+        void this.d.sink.snapshotOutcome(this.d.key, id).then((o) => o && this.landed(o), () => undefined);
+      }, 1_000);
+    }).catch((e) => {
+      // Not durable: submit again after a pause, from the same state.
+      this.d.log.warn('snapshot not queued; retrying', { target: `${this.d.key.namespace}/${this.d.key.name}`, error: (e as Error).message });
+      this.snapshotSubmitted = false;
+      this.retryTimer = setTimeout(() => this.maybeSnapshot(), 2_000);
+    });
+  }
+
+  private landed(o: { outcome: string; sha?: string; message?: string }): void {
+    if (this.stopped || this.synced.status === 'True') return;
+    clearInterval(this.pollTimer);
+    this.unsubscribe?.();
+    if (o.outcome === 'Committed' || o.outcome === 'AlreadyPresent') {
+      this.synced = { status: 'True', reason: 'Synced', message: o.outcome === 'Committed' ? `snapshot committed as ${o.sha?.slice(0, 12) ?? 'a commit'}` : 'the folder already matched the source' };
+    } else {
+      this.synced = { status: 'False', reason: 'SnapshotFailed', message: o.message ?? 'the snapshot commit failed' };
+    }
+    this.report();
+  }
+
+  /** For tests and the controller's logs. */
+  get snapshot(): string | undefined {
+    return this.snapshotId;
+  }
+}

@@ -1,0 +1,29 @@
+// The server's default source cluster: --kubeconfig when given, else the in-cluster config in a Pod,
+// else (development) the sandbox this server serves itself, reached over loopback with the dev
+// admin certificate. Undefined when there is none: GitTargets must then name a kubeconfig Secret.
+import { KubeConfig } from '@kubernetes/client-node';
+
+export interface DefaultSourceOptions {
+  kubeconfigPath?: string;
+  /** Pass process.env; KUBERNETES_SERVICE_HOST selects the in-cluster config. */
+  env?: NodeJS.ProcessEnv;
+  /** A kubeconfig (YAML) for this server's own sandbox, when it serves one. */
+  sandboxKubeconfig?: string;
+}
+
+export function defaultSourceConfig(opts: DefaultSourceOptions): KubeConfig | undefined {
+  const kc = new KubeConfig();
+  if (opts.kubeconfigPath) {
+    kc.loadFromFile(opts.kubeconfigPath);
+    return kc;
+  }
+  if (opts.env?.KUBERNETES_SERVICE_HOST) {
+    kc.loadFromCluster();
+    return kc;
+  }
+  if (opts.sandboxKubeconfig) {
+    kc.loadFromString(opts.sandboxKubeconfig);
+    return kc;
+  }
+  return undefined;
+}

@@ -1,0 +1,7 @@
+// Source clusters: kubeconfig Secrets, a client over client-node's KubeConfig, discovery, list+watch.
+export { SourceClient, SourceError, toSourceError, type SourceErrorReason } from './client.js';
+export { SourceConnector, type Connection, type SourceSpec } from './connector.js';
+export { Discovery, collectionPath, type ResolvedType, type Resolution, type ResourceRule } from './discovery.js';
+export { kubeconfigFromSecret, vetKubeconfig, type KubeConfigRefusalReason, type KubeConfigVerdict } from './kubeconfig.js';
+export { Reflector, type ReflectorOptions, type StreamHandlers, type StreamState } from './reflector.js';
+export { defaultSourceConfig } from './default.js';
