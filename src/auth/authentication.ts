@@ -111,7 +111,7 @@ export async function buildAuthentication(opts: AuthnOptions, deps: BuildAuthent
           try {
             if (wantClientCA && clientCA.set(data['client-ca-file'])) logger.info('authentication: client CA loaded from kube-system/extension-apiserver-authentication');
             if (wantRH) {
-              const cfg = requestHeaderConfigFromConfigMap(data);
+              const cfg = { ...requestHeaderConfigFromConfigMap(data), shardUsers: opts.requestHeader.shardUsers };
               if (rhCA.set(data['requestheader-client-ca-file'])) logger.info('authentication: requestheader CA loaded from kube-system/extension-apiserver-authentication');
               rh.setConfig(cfg);
             }

@@ -6,6 +6,7 @@ import { loggerOf, type AuthDeps } from './deps.js';
 import { RBACFileAuthorizer } from './rbac-file.js';
 import { DelegatedAuthorizer } from './delegated.js';
 import { PUBLIC_INFO_PATHS } from './bootstrap-policy.js';
+import { KcpShardAuthorizer } from './kcp-shard.js';
 
 export const SYSTEM_MASTERS = 'system:masters';
 
@@ -98,9 +99,15 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
       throw new Error(`--authorization-mode: unknown mode ${String((opts as { mode: unknown }).mode)}`);
   }
   return {
-    authorizer: new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner, opts.wildcardClusterGroups ?? [], opts.mode === 'AlwaysAllow'),
+    authorizer: withKcpShards(opts, new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner, opts.wildcardClusterGroups ?? [], opts.mode === 'AlwaysAllow')),
     alwaysAllowPaths: [...opts.alwaysAllowPaths],
     anonymousPaths,
     close: closeInner,
   };
+}
+
+/** Shard identities are checked outside the union: not even system:masters lets them assert an author. */
+function withKcpShards(opts: AuthzOptions, authorizer: Authorizer): Authorizer {
+  const shards = opts.kcpShardUsers ?? [];
+  return shards.length > 0 ? new KcpShardAuthorizer(shards, authorizer) : authorizer;
 }

@@ -12,6 +12,12 @@ export interface RequestHeaderOptions {
   groupHeaders: string[];
   extraHeadersPrefix: string[];
   uidHeaders: string[];
+  /**
+   * CNs of kcp shard client certificates (--kcp-shard-users). Such a certificate from the
+   * requestheader CA without a forwarded X-Remote-User authenticates as the shard itself (CN = user,
+   * O = groups) instead of anonymous; see kcp-shard.ts.
+   */
+  shardUsers?: string[];
 }
 
 /** Where the hosting cluster is: an explicit kubeconfig, or in-cluster when running in a Pod. */
@@ -52,6 +58,8 @@ export interface AuthzOptions {
   bootstrapRoles?: boolean;
   /** Groups allowed requests across all logical clusters (/clusters/*), besides system:masters. */
   wildcardClusterGroups?: string[];
+  /** kcp shard identities (--kcp-shard-users): never allowed to assert an author. */
+  kcpShardUsers?: string[];
 }
 
 export const DEFAULT_ALWAYS_ALLOW_PATHS = ['/healthz', '/livez', '/readyz', '/version'];
@@ -96,6 +104,7 @@ export const AUTH_FLAGS: FlagDef[] = [
   { name: 'authorization-always-allow-paths', type: 'string', description: 'Comma-separated non-resource paths served without authorization (a trailing * makes a prefix).', default: DEFAULT_ALWAYS_ALLOW_PATHS.join(',') },
   { name: 'authorization-policy-file', type: 'string', description: 'YAML stream of rbac.authorization.k8s.io/v1 Roles, ClusterRoles and bindings (RBAC mode); re-read when it changes.' },
   { name: 'wildcard-cluster-groups', type: 'string', description: 'Comma-separated groups allowed requests across all logical clusters (/clusters/*), e.g. a kcp shard\'s identity; besides system:masters nobody else is (never derived from a grant inside one cluster). Ignored in AlwaysAllow mode.', default: '' },
+  { name: 'kcp-shard-users', type: 'string', description: 'Comma-separated CNs of kcp shard client certificates (from the requestheader CA). A shard request without X-Remote-User authenticates as the shard (CN = user, O = groups), is the submitter, and may never assert an author.', default: '' },
   { name: 'rbac-bootstrap-roles', type: 'string', description: 'RBAC mode: true adds kube-apiserver\'s bootstrap roles system:discovery and system:basic-user (authenticated users) and system:public-info-viewer (also unauthenticated clients); false leaves them out.', default: 'true' },
 ];
 
@@ -162,6 +171,8 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     extraHeadersPrefix: list(values['requestheader-extra-headers-prefix'], DEFAULT_REQUESTHEADER.extraHeadersPrefix),
     uidHeaders: list(values['requestheader-uid-headers'], DEFAULT_REQUESTHEADER.uidHeaders),
   };
+  const shardUsers = list(values['kcp-shard-users'], []);
+  if (shardUsers.length > 0) requestHeader.shardUsers = shardUsers;
   if (requestHeader.clientCAFile && requestHeader.usernameHeaders.length === 0) {
     throw new AuthFlagError('--requestheader-username-headers: must name at least one header when --requestheader-client-ca-file is set');
   }
@@ -194,11 +205,15 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     policyFile: values['authorization-policy-file'] || undefined,
     policyPollIntervalMs: 1000,
     wildcardClusterGroups: list(values['wildcard-cluster-groups'], []),
+    ...(shardUsers.length > 0 ? { kcpShardUsers: shardUsers } : {}),
     bootstrapRoles: values['rbac-bootstrap-roles'] === undefined || values['rbac-bootstrap-roles'] === '' ? true : bool(values, 'rbac-bootstrap-roles'),
   };
   for (const p of authz.alwaysAllowPaths) {
     if (!p.startsWith('/')) throw new AuthFlagError(`--authorization-always-allow-paths: ${JSON.stringify(p)} must start with /`);
     if (p.slice(0, -1).includes('*')) throw new AuthFlagError(`--authorization-always-allow-paths: ${JSON.stringify(p)}: * is only allowed at the end`);
+  }
+  if (shardUsers.length > 0 && !requestHeader.clientCAFile) {
+    throw new AuthFlagError('--kcp-shard-users: needs --requestheader-client-ca-file (the CA of the shard client certificates)');
   }
   if (mode === 'RBAC' && !authz.policyFile) {
     throw new AuthFlagError('--authorization-policy-file: required with --authorization-mode=RBAC');

@@ -11,6 +11,8 @@ export interface RequestHeaderConfig {
   groupHeaders: string[];
   extraHeadersPrefix: string[];
   uidHeaders: string[];
+  /** CNs of kcp shards: without X-Remote-User they authenticate as themselves (kcp-shard.ts). */
+  shardUsers?: string[];
 }
 
 /** Go's url.PathUnescape; a malformed key is kept as sent (as k8s.io/apiserver does). */
@@ -29,6 +31,7 @@ interface Compiled {
   uid: string[];
   prefixes: string[];
   allowed: Set<string>;
+  shards: Set<string>;
 }
 
 function compile(c: RequestHeaderConfig): Compiled {
@@ -40,6 +43,7 @@ function compile(c: RequestHeaderConfig): Compiled {
     uid: lc(c.uidHeaders),
     prefixes: lc(c.extraHeadersPrefix),
     allowed: new Set(c.allowedNames),
+    shards: new Set(c.shardUsers ?? []),
   };
 }
 
@@ -126,7 +130,12 @@ export class RequestHeaderAuthenticator implements Authenticator {
         return { kind: 'error', message: `front proxy: x509: subject with cn=${cn} is not in the allowed list`, consumedHeaders };
       }
     }
-    if (!username) return { kind: 'anonymous', consumedHeaders };
+    if (!username) {
+      // A kcp shard without identity forwarding: the request is the shard's own, not anonymous.
+      const cn = subjectValues(chain[0]!, 'CN')[0] ?? '';
+      if (cn && c.shards.has(cn)) return { kind: 'user', user: { username: cn, groups: subjectValues(chain[0]!, 'O') }, consumedHeaders };
+      return { kind: 'anonymous', consumedHeaders };
+    }
     const user: UserInfo = { username, groups };
     if (uid) user.uid = uid;
     if (extra) user.extra = extra;
