@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startServer, GV } from '../support/server.js';
-import { h2request, h2session, repeat, rssBytes, seriesCount } from './http-support.js';
+import { h2request, h2session, repeat, seriesCount, settledRssBytes } from './http-support.js';
 
 const REQUESTS = Number(process.env.ATTACK_REQUESTS ?? 20_000);
 
@@ -31,7 +31,7 @@ test('20,000 anonymous requests with random resource names add no series and und
   await repeat(REQUESTS, 64, async () => assert.equal((await h2request(anon, 'GET', randomPath())).status, 401));
   await scrape(); // the scrape itself is a request with its own series
   const before = await scrape();
-  const rssBefore = rssBytes(server.pid);
+  const rssBefore = await settledRssBytes(server.pid);
 
   await repeat(REQUESTS, 64, async () => {
     const r = await h2request(anon, 'GET', randomPath(), { timeoutMs: 30_000 });
@@ -39,7 +39,7 @@ test('20,000 anonymous requests with random resource names add no series and und
   });
 
   const after = await scrape();
-  const rssAfter = rssBytes(server.pid);
+  const rssAfter = await settledRssBytes(server.pid);
   const heapT = (text: string) => /nodejs_heap_size_total_bytes (\d\S*)/.exec(text)?.[1];
   const ext = (text: string) => /nodejs_external_memory_bytes (\d\S*)/.exec(text)?.[1];
   t.diagnostic(`heap total ${heapT(before)} -> ${heapT(after)} ext ${ext(before)} -> ${ext(after)}`);

@@ -61,6 +61,20 @@ export function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
+/**
+ * The process's RSS once it has been idle for `ms`: the smallest of samples taken every 250 ms.
+ * An idle V8 finishes its concurrent GC work and may return pages, which on a loaded machine can lag
+ * the load by seconds; a real leak does not go away, so this removes noise without hiding one.
+ */
+export async function settledRssBytes(pid: number, ms = 3000): Promise<number> {
+  let min = rssBytes(pid);
+  for (let waited = 0; waited < ms; waited += 250) {
+    await new Promise((r) => setTimeout(r, 250));
+    min = Math.min(min, rssBytes(pid));
+  }
+  return min;
+}
+
 /** Open file descriptors of a process (Linux /proc). */
 export function openFds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
