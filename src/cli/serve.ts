@@ -1,5 +1,5 @@
 // `reverser-apiserver serve`: options → config → server, then listen. Nothing imports this module.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { buildAuthentication, buildAuthorization, type AuthLogger } from '../auth/index.js';
 import { buildServer, type BuiltServer } from '../apiserver/server.js';
@@ -143,7 +143,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';
     const kubeconfig = join(opts.dataDir, standalone ? 'sandbox.kubeconfig' : 'admin.kubeconfig');
-    writeFileSync(kubeconfig, adminKubeconfig, { mode: 0o600 });
+    // Written aside and renamed into place: a reader polling for the file (a script, a test, a second
+    // process) never sees half of it.
+    writeFileSync(`${kubeconfig}.tmp`, adminKubeconfig, { mode: 0o600 });
+    renameSync(`${kubeconfig}.tmp`, kubeconfig);
     const rel = relative(process.cwd(), kubeconfig);
     const shown = rel.startsWith('..') || isAbsolute(rel) ? kubeconfig : rel;
     process.stdout.write(

@@ -49,7 +49,11 @@ export async function startSandbox(): Promise<Sandbox> {
         if (exited) throw new Error(`sandbox exited before it was ready:\n${err}`);
         if (!existsSync(kubeconfig)) return false;
         const kc = new KubeConfig();
-        kc.loadFromFile(kubeconfig);
+        try {
+          kc.loadFromFile(kubeconfig);
+        } catch {
+          return false; // not written yet (the server renames it into place; older files may be partial)
+        }
         const client = new SourceClient(kc, { requestTimeoutMs: 2_000 });
         try {
           await client.getJSON('/api/v1/namespaces');
