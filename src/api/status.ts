@@ -114,6 +114,20 @@ export function invalidOptions(kind: string, errs: FieldError[]): StatusError {
   });
 }
 
+/** A patch that cannot be applied to the object (kube-apiserver's 422 for a failed JSON or strategic merge patch). */
+export function patchInvalid(message: string): StatusError {
+  return new StatusError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `the server rejected our request due to an error in our request: ${message}`,
+    reason: 'Invalid',
+    details: { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] },
+    code: 422,
+  });
+}
+
 export function badRequest(message: string): StatusError {
   return failure(400, 'BadRequest', message);
 }

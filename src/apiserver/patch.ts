@@ -71,18 +71,6 @@ function describe(op: Operation, index: number): string {
   return `operation ${index} (${op.op}${from} at "${op.path}")`;
 }
 
-function patchFailed(message: string): status.StatusError {
-  return new status.StatusError({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: `the server rejected our request due to an error in our request: ${message}`,
-    reason: 'Invalid',
-    details: { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] },
-    code: 422,
-  });
-}
 
 /** What a fast-json-patch error means for the client, without the library's wording or internals. */
 function explain(e: unknown, op: Operation, index: number): string {
@@ -130,11 +118,11 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
       slice = performance.now();
     }
     if (op.op === 'move' && op.path.startsWith(`${op.from}/`)) {
-      throw patchFailed(`${describe(op, index)}: a value cannot be moved into one of its own children`);
+      throw status.patchInvalid(`${describe(op, index)}: a value cannot be moved into one of its own children`);
     }
     if (op.op === 'copy') {
       const value = valueAt(document, op.from);
-      if (value === undefined) throw patchFailed(`${describe(op, index)}: the "from" path does not exist in the object`);
+      if (value === undefined) throw status.patchInvalid(`${describe(op, index)}: the "from" path does not exist in the object`);
       // Every copy adds its bytes to the document; stop before cloning past the limit.
       copied += jsonSizeWithin(value, limitBytes);
       if (base + copied > limitBytes) throw status.patchTooLarge(limitBytes, describe(op, index));
@@ -143,7 +131,7 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
       document = applyOperation(document, op, checkOperation as never, true, true, index).newDocument;
     } catch (e) {
       if (e instanceof status.StatusError) throw e;
-      throw patchFailed(explain(e, op, index));
+      throw status.patchInvalid(explain(e, op, index));
     }
   }
   return checkPatchedSize(document, limitBytes);

@@ -13,24 +13,12 @@ type Obj = Record<string, unknown>;
 
 const isMap = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function invalid(message: string): status.StatusError {
-  return new status.StatusError({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: `the server rejected our request due to an error in our request: ${message}`,
-    reason: 'Invalid',
-    details: { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] },
-    code: 422,
-  });
-}
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /** Applies `patch` to `original`; `mergeKeys` maps dotted list paths to their merge key. Never mutates its inputs. */
 export function strategicMergePatch(original: unknown, patch: unknown, mergeKeys: Record<string, string>): unknown {
-  if (!isMap(patch)) throw invalid('a strategic merge patch must be a JSON object');
+  if (!isMap(patch)) throw status.patchInvalid('a strategic merge patch must be a JSON object');
   return mergeMap(isMap(original) ? original : {}, patch, '', mergeKeys) ?? {};
 }
 
@@ -46,23 +34,23 @@ function mergeMap(original: Obj, patch: Obj, path: string, keys: Record<string, 
   const directive = patch.$patch;
   if (directive === 'delete') return undefined;
   if (directive === 'replace') return stripDirectives(patch) as Obj;
-  if (directive !== undefined && directive !== 'merge') throw invalid(`unknown patch directive "${String(directive)}" at ${path || 'the top level'}`);
+  if (directive !== undefined && directive !== 'merge') throw status.patchInvalid(`unknown patch directive "${String(directive)}" at ${path || 'the top level'}`);
   const out: Obj = { ...original };
   const deletions: Array<[string, unknown[]]> = [];
   const orders: Array<[string, unknown[]]> = [];
   for (const [k, v] of Object.entries(patch)) {
     if (k === '$patch' || k === '$retainKeys') continue;
     if (k.startsWith('$deleteFromPrimitiveList/')) {
-      if (!Array.isArray(v)) throw invalid(`${k} must be a list`);
+      if (!Array.isArray(v)) throw status.patchInvalid(`${k} must be a list`);
       deletions.push([k.slice('$deleteFromPrimitiveList/'.length), v]);
       continue;
     }
     if (k.startsWith('$setElementOrder/')) {
-      if (!Array.isArray(v)) throw invalid(`${k} must be a list`);
+      if (!Array.isArray(v)) throw status.patchInvalid(`${k} must be a list`);
       orders.push([k.slice('$setElementOrder/'.length), v]);
       continue;
     }
-    if (k.startsWith('$')) throw invalid(`unknown patch directive "${k}"`);
+    if (k.startsWith('$')) throw status.patchInvalid(`unknown patch directive "${k}"`);
     if (v === null) delete out[k];
     else if (isMap(v)) {
       const merged = mergeMap(isMap(out[k]) ? (out[k] as Obj) : {}, v, join(path, k), keys);
@@ -92,8 +80,8 @@ function mergeList(original: unknown, patch: unknown[], path: string, keys: Reco
     return out;
   }
   for (const item of patch) {
-    if (!isMap(item)) throw invalid(`${path}: elements must be objects with the merge key "${key}"`);
-    if (!(key in item)) throw invalid(`${path}: an element has no merge key "${key}"`);
+    if (!isMap(item)) throw status.patchInvalid(`${path}: elements must be objects with the merge key "${key}"`);
+    if (!(key in item)) throw status.patchInvalid(`${path}: an element has no merge key "${key}"`);
     const i = out.findIndex((o) => isMap(o) && o[key] === item[key]);
     if (item.$patch === 'delete') {
       if (i >= 0) out.splice(i, 1);
