@@ -3,17 +3,10 @@
 // all are). RepositoryReady, lastCommit and pendingChanges belong to the windows controller; they
 // are read here, never written. Every write is a compare-and-swap on the latest stored object that
 // changes only these fields, so two controllers writing one status never undo each other.
-import type { KubeObject, ObjectKey, ResourceRef, Store } from '../../storage/types.js';
-import { StorageError } from '../../storage/types.js';
+import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type Store } from '../../storage/types.js';
+import { updateStatus, type Condition } from '../status.js';
 
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime?: string;
-  observedGeneration?: number;
-}
+export type { Condition };
 
 export interface MirrorStatus {
   generation: number;
@@ -75,18 +68,16 @@ export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Reco
 
 /** Writes the mirror's part of a GitTarget's status (CAS, retried on conflict). */
 export async function writeMirrorStatus(store: Store, key: ObjectKey, uid: string, s: MirrorStatus): Promise<void> {
-  for (let attempt = 0; attempt < 8; attempt++) {
-    const obj = await store.get(GITTARGETS, key);
-    if (!obj || obj.metadata.uid !== uid) return; // deleted, or recreated: not ours to write
-    const status = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
-    if (!status) return;
-    try {
-      await store.update(GITTARGETS, key, { ...obj, status }, Number(obj.metadata.resourceVersion));
-      return;
-    } catch (e) {
-      if (e instanceof StorageError && e.code === 'Conflict') continue;
-      if (e instanceof StorageError && e.code === 'NotFound') return;
-      throw e;
-    }
+  try {
+    await updateStatus(store, GITTARGETS, key, uid, (status, obj) => {
+      const next = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+      if (!next) return false;
+      for (const k of Object.keys(status)) delete status[k];
+      Object.assign(status, next);
+      return true;
+    });
+  } catch (e) {
+    if (e instanceof StorageError && e.code === 'NotFound') return; // deleted meanwhile
+    throw e;
   }
 }
