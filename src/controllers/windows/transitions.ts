@@ -20,7 +20,7 @@ export function addChanges(r: WindowRecord, changes: PendingChange[], policy: Co
   }
   // Windows never mix authors: another author's change closes the open window.
   if (open && open.authorKey !== authorKey) {
-    open.closing = { reason: 'AuthorChanged', at: now, attempts: 0 };
+    open.closing = { reason: 'author-changed', at: now, attempts: 0 };
     open = undefined;
   }
   const newWindow = (): Window => {
