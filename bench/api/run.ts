@@ -370,7 +370,7 @@ async function main(): Promise<void> {
         run: part('api.idle', 'idle server, controllers on', 7),
         redisUrl: redis.url,
         redisPid: redis.child.pid,
-        objects: N,
+        objectsKey: OBJECTS_KEY,
         settleMs: smoke ? 10_000 : 60_000,
         measureMs: smoke ? 2000 : 10_000,
         startServer: () => startServer(join(tmp, 'data-idle'), certDir, redis.url, ['--authorization-mode=AlwaysAllow'], 'all'),
