@@ -371,7 +371,7 @@ async function main(): Promise<void> {
         redisUrl: redis.url,
         redisPid: redis.child.pid,
         objectsKey: OBJECTS_KEY,
-        settleMs: smoke ? 10_000 : 60_000,
+        settleMs: smoke ? 5_000 : 30_000,
         measureMs: smoke ? 2000 : 10_000,
         startServer: () => startServer(join(tmp, 'data-idle'), certDir, redis.url, ['--authorization-mode=AlwaysAllow'], 'all'),
         log,
