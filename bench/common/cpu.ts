@@ -103,6 +103,11 @@ export function pinLoadGenerator(): Pinning | undefined {
   if (ids.length < 2 || !hasTaskset()) return undefined;
   const loadGenerator = String(ids[ids.length - 1]);
   const systemUnderTest = ids.slice(0, -1).join(',');
-  execFileSync('taskset', ['-a', '-p', '-c', loadGenerator, String(process.pid)], { stdio: 'ignore' });
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', loadGenerator, String(process.pid)], { stdio: 'ignore' });
+  } catch (e) {
+    process.stderr.write(`not pinned: taskset refused (${(e as Error).message.split('\n')[0]})\n`);
+    return undefined;
+  }
   return { loadGenerator, systemUnderTest };
 }
