@@ -331,6 +331,8 @@ export class WindowsController {
     const refreshDue = Date.now() - (this.auditWrittenAt.get(key) ?? 0) >= AUDIT_MESSAGE_REFRESH_MS;
     if (transition || (refreshDue && current?.message !== condition.message)) {
       this.auditWrittenAt.set(key, Date.now());
+      // Loud once per transition: a route nobody posts to loses every author until it is fixed.
+      if (transition && condition.status === 'False') this.deps.log.warn('no audit facts arrive for a GitTarget\'s route', { gitTarget: `${target.namespace}/${target.name}`, route, message: condition.message });
       await this.patchConditions(gt, (status, obj) => setCondition(status, condition, obj.metadata.generation));
     } else if (current?.message !== condition.message) {
       const refreshAt = (this.auditWrittenAt.get(key) ?? 0) + AUDIT_MESSAGE_REFRESH_MS;
