@@ -134,26 +134,37 @@ export class WindowsController {
         } else wake = Math.min(wake, last + PENDING_STATUS_INTERVAL_MS);
         return { requeueAfterMs: Math.max(0, wake - now) };
       }
-      await this.records.mutate(target, (r) => {
+      // Closing counts the first attempt in the same write: one durable write less between the
+      // idle timer and the push (a single edit's latency).
+      const closed = await this.records.mutate(target, (r) => {
         const w = r.windows[0];
         if (!w || w.seq !== first.seq || w.closing) return unchanged(undefined);
-        w.closing = { reason: due.reason, at: now, attempts: 0 };
-        return undefined;
+        w.closing = { reason: due.reason, at: now, attempts: 1 };
+        return structuredClone(w);
       });
+      if (closed) {
+        await this.commitFirst(gt, target, lease.check, closed);
+        this.queue.add(key);
+        return;
+      }
     }
     await this.commitFirst(gt, target, lease.check);
     // More windows may be due: look again right away.
     this.queue.add(key);
   }
 
-  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>): Promise<void> {
+  /** Commits the first window; `counted` is that window when closing it already counted this attempt. */
+  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>, counted?: Window): Promise<void> {
+    const started = performance.now();
     // Count the attempt durably before touching Git, so a retry after a crash knows a push may have happened.
-    const w = await this.records.mutate(target, (r) => {
-      const x = r.windows[0];
-      if (!x?.closing) return unchanged(undefined);
-      x.closing.attempts++;
-      return structuredClone(x);
-    });
+    const w =
+      counted ??
+      (await this.records.mutate(target, (r) => {
+        const x = r.windows[0];
+        if (!x?.closing) return unchanged(undefined);
+        x.closing.attempts++;
+        return structuredClone(x);
+      }));
     if (!w) return;
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
     const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
@@ -208,6 +219,9 @@ export class WindowsController {
       reason: w.closing!.reason,
       commitRequest: w.request?.name,
       authorKind,
+      // Where the time went: the whole commit as the controller saw it, and the engine's phases.
+      ms: Math.round(performance.now() - started),
+      ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
     });
     const rec = await this.records.get(target);
     await this.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
