@@ -89,7 +89,8 @@ async function main(): Promise<void> {
     const server = await startChild(
       'server',
       process.execPath,
-      [MAIN, 'serve', '--secure-port', String(srvPort), '--data-dir', srvDir, '--authorization-mode=AlwaysAllow', '--sandbox', '--kubeconfig', join(sbDir, 'sandbox.kubeconfig'), '--authentication-tolerate-lookup-failure=true', '--log-level', process.env.BENCH_SERVER_LOG ?? 'warn'],
+      // BENCH_SERVER_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+      [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), MAIN, 'serve', '--secure-port', String(srvPort), '--data-dir', srvDir, '--authorization-mode=AlwaysAllow', '--sandbox', '--kubeconfig', join(sbDir, 'sandbox.kubeconfig'), '--authentication-tolerate-lookup-failure=true', '--log-level', process.env.BENCH_SERVER_LOG ?? 'warn'],
       /get gittargets -A/,
       60_000,
     );

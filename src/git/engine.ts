@@ -73,8 +73,16 @@ export interface CommitInput {
 }
 
 export type CommitResult =
-  | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number }
+  | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number; timings?: CommitTimings }
   | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
+
+/** Where the last attempt of a commit spent its time (ms), for the committed window's log line. */
+export interface CommitTimings {
+  sync: number;
+  build: number;
+  write: number;
+  push: number;
+}
 
 interface Built {
   commit: string;
@@ -139,9 +147,24 @@ export class GitEngine {
 
   private async commitLocked(repo: Repository, input: CommitInput): Promise<CommitResult> {
     const deadline = Date.now() + (this.opts.retryTimeoutMs ?? 60_000);
-    const lease = this.opts.lease
-      ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
-      : undefined;
+    // The remote is read while the lease is taken: uncontended, the first attempt then does not
+    // wait for the lease's store write. A lease that had to wait means another writer may just
+    // have pushed, so that attempt reads the remote again. (A read that is stale anyway only costs
+    // a retry: the push is a compare-and-swap.)
+    const startedAt = performance.now();
+    const early = repo.sync(input.branch).then(
+      (state) => ({ state }),
+      (error: unknown) => ({ error }),
+    );
+    let lease: BranchLease | undefined;
+    try {
+      lease = this.opts.lease
+        ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
+        : undefined;
+    } finally {
+      await early;
+    }
+    const first = await early;
     const now = new Date();
     const sig = (p: Person): Signature => ({
       name: p.name,
@@ -156,15 +179,25 @@ export class GitEngine {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          const state = await repo.sync(input.branch);
+          // Attempt 1's sync phase includes taking the lease (they overlap).
+          const t0 = attempt === 1 ? startedAt : performance.now();
+          let state;
+          if (attempt === 1 && !lease?.waited) {
+            if ('error' in first) throw first.error;
+            state = first.state;
+          } else state = await repo.sync(input.branch);
+          const t1 = performance.now();
           const built = await this.build(repo, input, state.base, author, committer);
           if (!built) return { outcome: 'AlreadyPresent', sha: state.base, attempts: attempt };
+          const t2 = performance.now();
           const objects = await repo.store.flush();
+          const t3 = performance.now();
           await repo.push(input.branch, state.tip, built.commit, objects, async () => {
             if (lease) await lease.fence();
           });
           built.index.record(built.folderTree, built.indexUpdates);
-          return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length };
+          const timings = { sync: Math.round(t1 - t0), build: Math.round(t2 - t1), write: Math.round(t3 - t2), push: Math.round(performance.now() - t3) };
+          return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length, timings };
         } catch (e) {
           repo.store.discardStaged();
           const err = classifyError(e, repo.display);

@@ -13,6 +13,8 @@ import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protoco
 export interface CommitEngine {
   commit(input: CommitInput): Promise<CommitResult>;
   close(): Promise<void>;
+  /** Starts what the first commit would otherwise wait for (the worker thread and its modules). */
+  warm?(): void;
 }
 
 export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { lease?: LeaseProvider };
@@ -40,6 +42,11 @@ export class GitWorker implements CommitEngine {
       w.ref();
       w.postMessage({ type: 'commit', id, input } satisfies ToWorker);
     });
+  }
+
+  warm(): void {
+    // An idle worker does not keep the process alive (ensure() unrefs it), so this costs only memory.
+    if (!this.closed) this.ensure();
   }
 
   async close(): Promise<void> {
