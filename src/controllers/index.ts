@@ -2,7 +2,7 @@
 // API listens. Each reads and writes our objects in the Store and commits through the git engine
 // worker; `--controllers` picks which run (a replica may run API-only).
 import type { Registry as MetricsRegistry } from 'prom-client';
-import type { CommitEngine } from '../git/index.js';
+import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
@@ -10,7 +10,7 @@ import { createControllerMetrics } from './metrics.js';
 import { Informer, LeaseKeeper } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
-import type { WindowSink } from './windows/types.js';
+import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 
@@ -72,10 +72,19 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     const hosting = deps.defaultSource ? new SourceClient(deps.defaultSource) : undefined;
     const connector = new SourceConnector({ defaultConfig: deps.defaultSource, hosting });
     const mirrorSink = sink;
+    const engine = await deps.engine();
+    const credentials = secretCredentials(deps.store);
+    // prune Always: what the target's folder holds at its branch head, read by the git worker.
+    const folderListing = async (key: TargetKey): Promise<ObjectRef[] | undefined> => {
+      const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
+      if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
+      const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
+      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
+    };
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs });
+      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
     });
     stops.unshift(async () => {
       await mirror?.stop();

@@ -72,6 +72,13 @@ export interface CommitInput {
   message: string;
 }
 
+/** A folder of a branch, as listFolder reads it. */
+export interface FolderInput {
+  repository: { url: string; credentials?: GitCredentials };
+  branch: string;
+  folder: string;
+}
+
 export type CommitResult =
   | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number; timings?: CommitTimings }
   | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
@@ -123,6 +130,30 @@ export class GitEngine {
     const repo = this.repository(input.repository.url, input.repository.credentials);
     // One commit at a time per repository in this process: they share the cached clone.
     return this.serialized(repo.key, () => this.commitLocked(repo, input));
+  }
+
+  /**
+   * The objects held by the folder's manifest files at the branch head (the default branch's head
+   * when the branch does not exist yet; none in an empty repository), found by content as commits
+   * find them. A file's identity has no version: each ref's apiVersion is `<group>/` (`''` for the
+   * core group), which is all a delete change needs. Throws GitEngineError when the branch cannot
+   * be read: a listing is complete or it is not given at all.
+   */
+  async listFolder(input: FolderInput): Promise<ObjectRef[]> {
+    const bad = validateRepositoryURL(input.repository.url) ?? validateBranchName(input.branch) ?? validateTargetPath(input.folder);
+    if (bad) throw new GitEngineError('Invalid', bad);
+    const repo = this.repository(input.repository.url, input.repository.credentials);
+    return this.serialized(repo.key, async () => {
+      try {
+        const { base } = await repo.sync(input.branch);
+        const folder = normalizeTargetPath(input.folder);
+        const index = this.folderIndex(repo, folder);
+        await index.update(await treeAt(repo.store, base ? await repo.store.commitTree(base) : undefined, folder));
+        return index.allKeys().map(refOfKey);
+      } catch (e) {
+        throw classifyError(e, repo.display);
+      }
+    });
   }
 
   private repository(url: string, credentials: GitCredentials | undefined): Repository {
@@ -286,6 +317,12 @@ export class GitEngine {
     const commit = store.stage('commit', serializeCommit({ tree, parents: base ? [base] : [], author, committer, message: input.message }));
     return { commit, index, folderTree: await treeAt(store, tree, folder), indexUpdates };
   }
+}
+
+/** `group|kind|namespace|name` (identityKey) back to a reference; see listFolder for the apiVersion. */
+function refOfKey(key: string): ObjectRef {
+  const [group, kind, namespace, ...name] = key.split('|');
+  return { apiVersion: group ? `${group}/` : '', kind, ...(namespace ? { namespace } : {}), name: name.join('|') };
 }
 
 async function blobAt(store: ObjectStore, root: string | undefined, path: string): Promise<string | undefined> {
