@@ -13,6 +13,7 @@ import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceError } from '../source/client.js';
 import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
+import { getCondition } from '../status.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -134,6 +135,8 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await teardown(key);
       return;
     }
+    const ready = getCondition(obj, 'Ready');
+    if (spec?.suspend === true && !running.has(key) && ready?.reason === 'Suspended' && ready.observedGeneration === generation) return; // already reported
     const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
     if (!lease) {
       await teardown(key);
@@ -141,8 +144,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     }
     const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
     if (spec?.suspend === true) {
+      const synced = running.get(key)?.report?.synced ?? idle;
       await teardown(key);
-      await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced: running.get(key)?.report?.synced ?? idle, streams: { ready: 0, total: 0 }, suspended: true });
+      await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced, streams: { ready: 0, total: 0 }, suspended: true });
+      // A suspended target needs no lease: holding it would renew it every few seconds for nothing.
+      await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
     const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined);
