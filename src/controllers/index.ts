@@ -1,6 +1,6 @@
 // The controllers that run inside the server process (design §7), started by serve() after the
-// API listens. Each reads and writes our objects in the Store and commits through the git engine
-// worker; `--controllers` picks which run (a replica may run API-only).
+// API listens. Each reads our objects from the Store (informers), writes their status through the
+// registry as the system identity (client.ts), and commits through the git engine worker; `--controllers` picks which run (a replica may run API-only).
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
@@ -12,6 +12,8 @@ import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
 import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
+import { SystemClient, type RequestMetrics } from './client.js';
+import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
@@ -31,6 +33,10 @@ export interface ControllerDeps {
   defaultSource?: KubeConfig;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
+  /** The server's registries: controllers write status through them as the system identity (default: registries over `store`). */
+  registries?: Registries;
+  /** The API's request metrics, where controllers' writes are counted as a client's would be. */
+  requestMetrics?: RequestMetrics;
 }
 
 export interface RunningControllers {
@@ -46,6 +52,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, log: deps.log });
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
+  const client = deps.registries ? new SystemClient(deps.registries, deps.requestMetrics) : SystemClient.forStore(deps.store, deps.requestMetrics);
   const stops: Array<() => Promise<void>> = [];
   const startAfterInformer: Array<() => Promise<void>> = [];
   let sink: WindowSink | undefined;
@@ -55,14 +62,14 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
-    requests = new CommitRequestController({ store: deps.store, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
+    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
     stops.push(() => requests!.stop());
   }
   if (enabled.has('mirror')) {
@@ -84,7 +91,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
     });
     stops.unshift(async () => {
       await mirror?.stop();

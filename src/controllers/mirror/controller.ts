@@ -14,9 +14,12 @@ import type { SourceError } from '../source/client.js';
 import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
+import { SystemClient } from '../client.js';
 
 export interface MirrorDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   log: Logger;
   keeper: LeaseKeeper;
   sink: WindowSink;
@@ -83,6 +86,7 @@ export interface MirrorController {
 
 export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const { store, log, keeper, sink, connector } = deps;
+  const client = deps.client ?? SystemClient.forStore(store);
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
   const pendingStatus = new Map<string, NodeJS.Timeout>();
@@ -101,7 +105,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
     const k = parseKey(key);
-    return writeMirrorStatus(store, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
   };
 
   // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.

@@ -13,6 +13,7 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { setCondition, updateStatus } from '../status.js';
+import { SystemClient } from '../client.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
 import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
@@ -26,6 +27,8 @@ export const LEASE_RETRY_MS = 2_000;
 
 export interface WindowsControllerDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   engine: CommitEngine;
   keeper: LeaseKeeper;
   committer: { name: string; email: string };
@@ -280,7 +283,7 @@ export class WindowsController {
     s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
   ): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, (status, obj) => {
+    await updateStatus(this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store)), GITTARGETS, key, gt.metadata.uid, (status, obj) => {
       let changed = false;
       // A GitTarget that never had a pending change gets no status write (absent reads as 0).
       if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
