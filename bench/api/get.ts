@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import type https from 'node:https';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { agentFor, fmt, median, quantile, runLoad, type LoadResult, type Target } from '../common/load.js';
+import { agentFor, fmt, median, quantile, request, runLoad, type LoadResult, type Target } from '../common/load.js';
 import type { Child } from '../common/proc.js';
 import { commandDelta, cpuMeter, redisCommandCalls as commandCalls } from '../common/cpu.js';
 import { baselineSpread, beginRun, spread } from '../common/results.js';
@@ -136,6 +136,16 @@ export async function benchGet(ctx: GetContext): Promise<void> {
       check(await runLoad(s.target, s.agent, { durationMs: Infinity, maxRequests: HOT, concurrency: ctx.concurrency, expect: 200, next: (i) => ({ method: 'GET', path: s.path(ctx.name(i)) }) }), `warm ${s.label}`);
       check(await runLoad(s.target, s.agent, { durationMs: ctx.warmMs, concurrency: ctx.concurrency, expect: 200, next: () => ({ method: 'GET', path: s.path(rnd()) }) }), `warm ${s.label}`);
     }
+    // The authorizers really decide: Delegated asked the hosting cluster once per name while warming,
+    // and RBAC refuses a user the policy does not bind.
+    if (fake.sars().length < HOT) throw new Error(`the Delegated server sent ${fake.sars().length} SubjectAccessReviews while warming ${HOT} names`);
+    const nobody = issueCertificate({ certPem: ctx.pem('ca.crt'), keyPem: ctx.pem('ca.key') }, { commonName: 'bench-nobody', usage: 'client' });
+    const nobodyTarget: Target = { host: '127.0.0.1', port: rbac.port, tls: { ...tls, cert: nobody.certPem, key: nobody.keyPem } };
+    const nobodyAgent = agentFor(nobodyTarget, 1);
+    agents.push(nobodyAgent);
+    const refused = await request(nobodyTarget, nobodyAgent, { method: 'GET', path: apiPath(ctx.name(0)) });
+    if (refused.status !== 403) throw new Error(`the RBAC server answered ${refused.status} to a user without a binding, want 403`);
+
     const measure = async (s: Side): Promise<RunStats> => {
       const c0 = await commandCalls(redis);
       const meter = cpuMeter({ proc: s.pid, redis: ctx.redisPid });

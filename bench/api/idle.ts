@@ -67,7 +67,7 @@ export async function benchIdle(ctx: IdleContext): Promise<void> {
     ctx.run.samples('Redis commands/s in each second after the server served', perSecond);
     ctx.run.samples('server CPU % of a core, redis-server CPU % before and with the idle server', [share(during.cpu.server!, during.ms), share(before.cpu.redis!, before.ms), share(during.cpu.redis!, during.ms)]);
     ctx.run.row({
-      metric: `idle server, controllers on, ${targets} suspended GitTargets: Redis commands`,
+      metric: `idle server, controllers on, ${targets.toLocaleString('en-US')} suspended GitTargets: Redis commands`,
       unit: 'cmd/s',
       value: r1,
       baseline: r0,

@@ -198,7 +198,7 @@ export async function benchWatch(ctx: WatchContext): Promise<void> {
     const missing = res.server.reduce((a, x) => a + x.missing, 0);
     const missingFloor = res.floor.reduce((a, x) => a + x.missing, 0);
     run.row({
-      metric: `watch fan-out p99, ${ctx.watchers} watchers, ${protocol === 'h2' ? 'HTTP/2 (100 streams per connection)' : 'HTTP/1.1 (one connection each)'}`,
+      metric: `watch fan-out p99, ${ctx.watchers.toLocaleString('en-US')} watchers, ${protocol === 'h2' ? 'HTTP/2 (100 streams per connection)' : 'HTTP/1.1 (one connection each)'}`,
       unit: 'ms',
       ...s,
       ...f,
