@@ -73,7 +73,8 @@ async function main() {
       spec: { repository: { url, ...(url.startsWith('http') ? { secretRef: { name: 'git-creds' } } : {}) }, branch: 'main', path: 'clusters/bench', commit },
     });
     for (const [name, url, commit] of [
-      ['snap', 'local:snap', { mode: 'OnRequest' }],
+      // One GitTarget (and repository) per round: every round is a first snapshot into an empty folder.
+      ...Array.from({ length: ROUNDS }, (_, i) => [`snap-${i + 1}`, `local:snap-${i + 1}`, { mode: 'OnRequest' }] as const),
       ['creq', remote.url('config'), { mode: 'OnRequest' }],
     ] as const) {
       const r = await api('POST', `${GV}/namespaces/bench/gittargets`, gt(name, url, commit));
@@ -92,18 +93,21 @@ async function main() {
     await running.store.create({ group: '', resource: 'secrets' }, { cluster: '_', namespace: 'bench', name: 'git-creds' }, {
       apiVersion: 'v1', kind: 'Secret', metadata: { name: 'git-creds', namespace: 'bench', uid: randomUUID() }, data: { username: b64(remote.username), password: b64(remote.password) },
     });
-    const snapObj = (await api('GET', `${GV}/namespaces/bench/gittargets/snap`)).body;
-    const snapKey = { cluster: '_', namespace: 'bench', name: 'snap', uid: snapObj.metadata.uid };
+    const snapKeys = [];
+    for (let i = 1; i <= ROUNDS; i++) {
+      const o = (await api('GET', `${GV}/namespaces/bench/gittargets/snap-${i}`)).body;
+      snapKeys.push({ cluster: '_', namespace: 'bench', name: `snap-${i}`, uid: o.metadata.uid as string });
+    }
 
     const load = async (durationMs: number) => {
-      const out = await exec(process.execPath, [join(here, 'load-child.js'), '127.0.0.1', String(port), join(dir, 'certs'), `${GV}/namespaces/bench/gittargets/snap`, String(durationMs), '8'], { maxBuffer: 1 << 28 });
+      const out = await exec(process.execPath, [join(here, 'load-child.js'), '127.0.0.1', String(port), join(dir, 'certs'), `${GV}/namespaces/bench/gittargets/snap-1`, String(durationMs), '8'], { maxBuffer: 1 << 28 });
       return JSON.parse(out.stdout) as { starts: number[]; lat: number[]; errors: number; firstError?: string };
     };
     const during = (l: { starts: number[]; lat: number[] }, from: number, to: number) => l.lat.filter((_, i) => l.starts[i]! >= from && l.starts[i]! <= to);
 
     // 1. Per round: the idle p99, then the same load while the windows controller commits a
     //    snapshot through the worker, then (contrast) the same objects committed by an engine on the
-    //    main thread. Each round changes every object, so every commit writes OBJECTS files.
+    //    main thread. Each round commits into a new repository: every commit is a first snapshot.
     const apiRun = beginRun({ bench: 'mirror', scenario: 'mirror.api-during-snapshot', title: 'API GET p99 while a snapshot commits', columns: { value: 'during snapshot', baseline: 'idle' }, order: 1, params: PARAMS });
     const idleP99s: number[] = [];
     const workerP99s: number[] = [];
@@ -115,7 +119,7 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       const idle = await load(3000);
       idleP99s.push(quantile(idle.lat, 0.99));
-      const objects = Array.from({ length: OBJECTS }, (_, i) => cm(i, `v${round}`));
+      const objects = Array.from({ length: OBJECTS }, (_, i) => cm(i, 'v0'));
       const loadW = load(quick ? 8000 : 20_000);
       await new Promise((r) => setTimeout(r, 1000));
       const w0 = Date.now();
@@ -128,7 +132,7 @@ async function main() {
           }
         });
       });
-      await sink.snapshot(snapKey, { id, writes: objects });
+      await sink.snapshot(snapKeys[round - 1]!, { id, writes: objects });
       const landed = await landedP;
       const lw = await loadW;
       if (landed > w0 + (quick ? 7000 : 19_000)) throw new Error(`round ${round}: the snapshot took ${landed - w0} ms, longer than the load ran`);
@@ -137,9 +141,10 @@ async function main() {
       const loadM = load(quick ? 8000 : 15_000);
       await new Promise((r) => setTimeout(r, 1000));
       const m0 = Date.now();
-      await mainEngine.commit({ repository: { url: 'local:main' }, branch: 'main', folder: 'clusters/bench', changes: objects, author: { name: 'b', email: 'b@x.io' }, message: `snapshot ${round}` });
+      await mainEngine.commit({ repository: { url: `local:main-${round}` }, branch: 'main', folder: 'clusters/bench', changes: objects, author: { name: 'b', email: 'b@x.io' }, message: `snapshot ${round}` });
       const m1 = Date.now();
       const lm = await loadM;
+      if (m1 > m0 + (quick ? 7000 : 14_000)) throw new Error(`round ${round}: the main-thread commit took ${m1 - m0} ms, longer than the load ran`);
       mainP99s.push(quantile(during(lm, m0, m1), 0.99));
       mainMs.push(m1 - m0);
       console.error(`round ${round}: idle p99 ${fmt(idleP99s.at(-1)!)} ms; worker p99 ${fmt(workerP99s.at(-1)!)} ms (snapshot ${landed - w0} ms); main thread p99 ${fmt(mainP99s.at(-1)!)} ms (commit ${m1 - m0} ms)`);

@@ -182,8 +182,13 @@ async function main(): Promise<void> {
         ]);
       } else if (tree !== firstTree) throw new Error(`round ${r + 1} committed tree ${tree}, round 1 ${firstTree}`);
       // Where the server says the time went (its info log; BENCH_SERVER_LOG=warn turns this off).
-      await sleep(200);
-      const lines = server.output().split('\n').filter((l) => l.includes(`"default/${name}"`));
+      // The line comes once the window record is updated, a little after the ref moved.
+      let lines: string[] = [];
+      for (let waited = 0; waited < 3000; waited += 100) {
+        lines = server.output().split('\n').filter((l) => l.includes(`"default/${name}"`));
+        if (lines.some((l) => l.includes('"window committed"'))) break;
+        await sleep(100);
+      }
       const queued = lines.find((l) => l.includes('"snapshot queued"'));
       const committed = lines.find((l) => l.includes('"window committed"'));
       if (queued && committed) {
