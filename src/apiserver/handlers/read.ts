@@ -2,25 +2,26 @@
 // PartialObjectMetadata representations).
 import * as status from '../../api/status.js';
 import type { KubeObject } from '../../model/object.js';
-import { negotiate } from '../negotiation.js';
+import { negotiateAs } from '../negotiation.js';
 import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
-import { encodeContinue, parseListOptions } from '../list-options.js';
+import { encodeContinue, fieldSelectorKeys, parseListOptions } from '../list-options.js';
+import { exactFieldMatch, parseFieldSelector } from '../selectors.js';
 import type { HandlerContext } from './context.js';
 import { requestContext } from './context.js';
 import { serveWatch } from './watch.js';
 import { listItems } from './list-items.js';
 
 export async function handleGet(h: HandlerContext): Promise<void> {
-  const output = negotiate(h.req.headers.accept, { table: true, partial: true, partialList: false });
+  const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: true, partial: true, partialList: false });
   const rv = h.query.get('resourceVersion');
   // As for lists (list-options.ts) and kube-apiserver: a malformed resourceVersion is a client error.
   if (rv !== null && rv !== '' && !/^\d{1,15}$/.test(rv)) throw status.badRequest(`invalid resource version "${rv}": must be a decimal number`);
   const obj = await h.registry.get(requestContext(h), h.info.namespace, h.info.name, rv === '0' ? 'any' : 'consistent');
   if (output === 'table') {
     const include = parseIncludeObject(h.query.get('includeObject'));
-    send(h.reply, 200, table(h.registry.def, [obj], { resourceVersion: obj.metadata.resourceVersion }, include));
-  } else if (output === 'partial') send(h.reply, 200, partialObjectMetadata(obj));
+    send(h.reply, 200, table(h.registry.def, [obj], { resourceVersion: obj.metadata.resourceVersion }, include, true, metaVersion));
+  } else if (output === 'partial') send(h.reply, 200, partialObjectMetadata(obj, metaVersion));
   else if (output === 'json') sendJSONText(h.reply, 200, jsonOf(obj));
   else send(h.reply, 200, obj, output);
 }
@@ -37,10 +38,28 @@ function firstAfter(keys: string[], start: string): number {
   return lo;
 }
 
+/**
+ * The deprecated `/watch/` paths, served as kube-apiserver still serves them: always a watch (a
+ * `watch=false` does not turn it into a list), and a path naming an object watches that name
+ * through a metadata.name field selector; a selector that pins another name is a 400.
+ */
+export async function handleLegacyWatch(h: HandlerContext): Promise<void> {
+  const q = new URLSearchParams(h.query);
+  q.set('watch', 'true');
+  const opts = parseListOptions(q, h.registry.def);
+  const name = h.info.name;
+  if (name) {
+    if (!opts.fieldSelector.empty) {
+      if (exactFieldMatch(q.get('fieldSelector'), 'metadata.name') !== name) throw status.badRequest("fieldSelector metadata.name doesn't match requested name");
+    } else opts.fieldSelector = parseFieldSelector(`metadata.name=${name.replace(/[\\,=]/g, '\\$&')}`, fieldSelectorKeys(h.registry.def));
+  }
+  return serveWatch(h, opts);
+}
+
 export async function handleList(h: HandlerContext): Promise<void> {
   const opts = parseListOptions(h.query, h.registry.def);
   if (opts.watch) return serveWatch(h, opts);
-  const output = negotiate(h.req.headers.accept, { table: true, partial: false, partialList: true });
+  const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: true, partial: false, partialList: true });
   const include = output === 'table' ? parseIncludeObject(h.query.get('includeObject')) : 'Metadata';
   const def = h.registry.def;
   const cluster = h.info.cluster === '*' ? undefined : h.info.cluster;
@@ -65,9 +84,9 @@ export async function handleList(h: HandlerContext): Promise<void> {
     meta.continue = cont;
     meta.remainingItemCount = remaining;
   }
-  if (output === 'table') send(h.reply, 200, table(def, page, meta, include));
+  if (output === 'table') send(h.reply, 200, table(def, page, meta, include, true, metaVersion));
   else if (output === 'partial-list') {
-    send(h.reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: meta, items: page.map(partialObjectMetadata) });
+    send(h.reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: metaVersion, metadata: meta, items: page.map((o) => partialObjectMetadata(o, metaVersion)) });
   } else if (output === 'json') {
     sendJSONText(h.reply, 200, listJSON({ apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta }, page));
   } else send(h.reply, 200, { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta, items: page }, output);
