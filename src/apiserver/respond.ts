@@ -1,6 +1,9 @@
 // Writing responses: one place that serializes bodies, sets content types and warning headers.
 import type { FastifyReply } from 'fastify';
-import { gzipSync } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip, gzipSync } from 'node:zlib';
+import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
@@ -79,16 +82,57 @@ export function jsonOf(obj: object): string {
   return s;
 }
 
-/** A list body built from cached item serializations. */
-export function listJSON(head: Record<string, unknown>, items: object[]): string {
-  const h = JSON.stringify(head);
-  return `${h.slice(0, -1)}${h.length > 2 ? ',' : ''}"items":[${items.map(jsonOf).join(',')}]}`;
-}
-
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
   const body = wantsPretty(reply) ? Buffer.from(`${JSON.stringify(JSON.parse(text), null, 2)}\n`) : Buffer.from(text);
   return out(reply, code, 'application/json', body);
+}
+
+/**
+ * Sends a list as it is serialized (list-body.ts), at the pace the client reads: the pieces go
+ * through a stream pipeline, so a piece is made only when the socket (or gzip) took the previous
+ * ones. A list that stays under the gzip threshold is sent whole, exactly as before (with
+ * Content-Length); a larger one is streamed (chunked), gzip-compressed when the client accepts it.
+ * A client that goes away mid-list ends the pipeline: the rest is never serialized, nothing throws.
+ */
+export async function sendList(reply: FastifyReply, body: ListBody, onAbort: (e: unknown) => void): Promise<void> {
+  const pieces = listPieces(body, wantsPretty(reply));
+  const first: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const n = pieces.next();
+    if (n.done) {
+      out(reply, 200, 'application/json', first.length === 1 ? first[0]! : Buffer.concat(first));
+      return;
+    }
+    first.push(n.value);
+    size += n.value.length;
+    // HEAD gets the headers a GET would (Content-Length included), so it is built whole; it is rare.
+    if (size > GZIP_THRESHOLD_BYTES && reply.request?.method !== 'HEAD') break;
+  }
+  const gzip = acceptsGzip(reply.request?.headers['accept-encoding']);
+  reply.code(200).header('content-type', 'application/json');
+  noCache(reply);
+  if (gzip) reply.header('content-encoding', 'gzip').header('vary', 'Accept-Encoding');
+  const headers = reply.getHeaders();
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, headers as Record<string, string | string[]>);
+  const source = Readable.from(
+    (function* () {
+      yield* first.splice(0);
+      yield* pieces;
+    })(),
+    { objectMode: false },
+  );
+  try {
+    if (gzip) await pipeline(source, createGzip({ level: GZIP_LEVEL }), raw);
+    else await pipeline(source, raw);
+  } catch (e) {
+    // The client closed the connection (or the stream failed): the status line is long gone, so
+    // there is nobody to answer; the pipeline has already destroyed the source, gzip and socket.
+    onAbort(e);
+  }
 }
 
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {

@@ -3,8 +3,9 @@
 import * as status from '../../api/status.js';
 import type { KubeObject } from '../../model/object.js';
 import { negotiateAs } from '../negotiation.js';
-import { jsonOf, listJSON, send, sendJSONText } from '../respond.js';
-import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
+import { jsonOf, send, sendJSONText, sendList } from '../respond.js';
+import type { ListBody } from '../list-body.js';
+import { parseIncludeObject, partialObjectMetadata, table, tableColumns, tableRow } from '../representation.js';
 import { encodeContinue, fieldSelectorKeys, parseListOptions } from '../list-options.js';
 import { exactFieldMatch, parseFieldSelector } from '../selectors.js';
 import type { HandlerContext } from './context.js';
@@ -84,10 +85,32 @@ export async function handleList(h: HandlerContext): Promise<void> {
     meta.continue = cont;
     meta.remainingItemCount = remaining;
   }
-  if (output === 'table') send(h.reply, 200, table(def, page, meta, include, true, metaVersion));
-  else if (output === 'partial-list') {
-    send(h.reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: metaVersion, metadata: meta, items: page.map((o) => partialObjectMetadata(o, metaVersion)) });
-  } else if (output === 'json') {
-    sendJSONText(h.reply, 200, listJSON({ apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta }, page));
-  } else send(h.reply, 200, { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta, items: page }, output);
+  if (output === 'yaml') {
+    send(h.reply, 200, { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta, items: page }, output);
+    return;
+  }
+  // JSON, Table and PartialObjectMetadataList go out element by element (list-body.ts).
+  let body: ListBody;
+  if (output === 'table') {
+    const now = Date.now();
+    const row = (i: number) => tableRow(def, page[i]!, include, now, metaVersion);
+    body = {
+      head: { kind: 'Table', apiVersion: metaVersion, metadata: meta, columnDefinitions: tableColumns(def) },
+      key: 'rows',
+      count: page.length,
+      compact: (i) => JSON.stringify(row(i)),
+      value: row,
+    };
+  } else if (output === 'partial-list') {
+    const item = (i: number) => partialObjectMetadata(page[i]!, metaVersion);
+    body = { head: { kind: 'PartialObjectMetadataList', apiVersion: metaVersion, metadata: meta }, key: 'items', count: page.length, compact: (i) => JSON.stringify(item(i)), value: item };
+  } else {
+    body = { head: { apiVersion: h.registry.apiVersion, kind: def.listKind, metadata: meta }, key: 'items', count: page.length, compact: (i) => jsonOf(page[i]!), value: (i) => page[i] };
+  }
+  // Counted so the log can say how far a list got when its client went away.
+  let serialized = 0;
+  const counted: ListBody = { ...body, compact: (i) => (serialized++, body.compact(i)), value: (i) => (serialized++, body.value(i)) };
+  await sendList(h.reply, counted, (e) =>
+    h.state.log.debug('a LIST ended before its body was sent', { resource: def.plural, items: page.length, serialized, error: String((e as Error)?.message ?? e) }),
+  );
 }
