@@ -314,7 +314,8 @@ async function serveResource(
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
   const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
   if (info.legacyWatch) {
-    if (info.subresource) throw status.pathNotFound();
+    // The status subresource has no watch (kube's CRD handler answers this 405).
+    if (info.subresource) throw status.methodNotSupported({ group: def.group, resource: def.plural }, 'watch');
     if (method !== 'GET') throw status.methodNotAllowed();
     return handleLegacyWatch(h);
   }

@@ -57,7 +57,7 @@ describe('deprecated /watch/ paths (served by kube-apiserver, not by us before)'
     }
   });
 
-  test('a field selector on a named watch must pin that same name (kube: 400); other methods 405, subresources 404', async () => {
+  test('a field selector on a named watch must pin that same name (kube: 400); other methods 405, status 405 (no watch), other subresources 404', async () => {
     assertStatus(await server.get(`${GV}/watch/namespaces/lw/gittargets/one?fieldSelector=metadata.name%3Dtwo`), 400, 'BadRequest', "fieldSelector metadata.name doesn't match requested name");
     assertStatus(await server.get(`${GV}/watch/namespaces/lw/gittargets/one?fieldSelector=metadata.namespace%3Dlw`), 400, 'BadRequest', "fieldSelector metadata.name doesn't match requested name");
     const same = await watch(server, `${GV}/watch/namespaces/lw/gittargets/one?fieldSelector=metadata.name%3Done`);
@@ -68,7 +68,8 @@ describe('deprecated /watch/ paths (served by kube-apiserver, not by us before)'
     }
     assertStatus(await server.request('POST', `${GV}/watch/namespaces/lw/gittargets`, { body: gitTarget('x', 'lw') }), 405, 'MethodNotAllowed');
     assertStatus(await server.request('DELETE', `${GV}/watch/namespaces/lw/gittargets/one`), 405, 'MethodNotAllowed');
-    assertStatus(await server.get(`${GV}/watch/namespaces/lw/gittargets/one/status`), 404, 'NotFound');
+    assertStatus(await server.get(`${GV}/watch/namespaces/lw/gittargets/one/status`), 405, 'MethodNotAllowed', 'watch is not supported on resources of kind "gittargets.configbutler.ai"');
+    assertStatus(await server.get(`${GV}/watch/namespaces/lw/gittargets/one/nothing`), 404, 'NotFound');
     assertStatus(await server.get(`${GV}/watch/namespaces/lw/nothings`), 404, 'NotFound');
     assert.equal((await server.get(`${ns('lw')}/one`)).status, 200, 'the POST and DELETE changed nothing');
   });
