@@ -6,7 +6,7 @@
 // mid-list ends it without harm. The memory figure itself is measured by bench/list-memory.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:http2';
+import { connect, constants as h2constants } from 'node:http2';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { RESOURCES } from '../../src/api/resources.js';
 import { table } from '../../src/apiserver/representation.js';
@@ -145,6 +145,22 @@ test('a client that stops reading holds the list back; one that goes away mid-li
   }, 'the server to notice the client went away');
   assert.equal(line.items, BIG);
   assert.ok(line.serialized < BIG, `the server serialized ${line.serialized} of ${BIG} items for a client that stopped reading`);
+  // The same over HTTP/2: the client cancels its stream after the first bytes.
+  const session = connect(server.url, { ca: server.ca, cert: server.cert, key: server.key });
+  try {
+    await withDeadline(new Promise<void>((resolve, reject) => {
+      const req = session.request({ ':path': ns('big'), accept: 'application/json' });
+      req.once('data', () => {
+        req.close(h2constants.NGHTTP2_CANCEL);
+        resolve();
+      });
+      req.on('error', reject);
+      req.end();
+    }), 'the first bytes of the big list over HTTP/2');
+  } finally {
+    session.close();
+  }
+  await until(() => server.stderr().split('\n').filter((l) => l.includes('a LIST ended before its body was sent')).length >= 2, 'the server to notice the HTTP/2 stream was cancelled');
   // No crash, no error logged, and the same list is served whole afterwards.
   assert.equal(server.alive(), true);
   assert.doesNotMatch(server.stderr(), /"level":"error"/);

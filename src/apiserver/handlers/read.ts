@@ -27,6 +27,9 @@ export async function handleGet(h: HandlerContext): Promise<void> {
   else send(h.reply, 200, obj, output);
 }
 
+/** Errors of a response stream whose client closed it (HTTP/1.1 socket or HTTP/2 stream). */
+const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_HTTP2_STREAM_ERROR', 'ERR_HTTP2_INVALID_STREAM']);
+
 /** Index of the first item whose store key sorts after `start` (keys are sorted). */
 function firstAfter(keys: string[], start: string): number {
   let lo = 0;
@@ -110,7 +113,10 @@ export async function handleList(h: HandlerContext): Promise<void> {
   // Counted so the log can say how far a list got when its client went away.
   let serialized = 0;
   const counted: ListBody = { ...body, compact: (i) => (serialized++, body.compact(i)), value: (i) => (serialized++, body.value(i)) };
-  await sendList(h.reply, counted, (e) =>
-    h.state.log.debug('a LIST ended before its body was sent', { resource: def.plural, items: page.length, serialized, error: String((e as Error)?.message ?? e) }),
-  );
+  await sendList(h.reply, counted, (e) => {
+    const fields = { resource: def.plural, items: page.length, serialized, error: String((e as Error)?.message ?? e) };
+    // A client that goes away is ordinary; anything else is ours to look at.
+    if (CLIENT_GONE.has((e as { code?: string })?.code ?? '')) h.state.log.debug('a LIST ended before its body was sent', fields);
+    else h.state.log.error('a LIST failed while its body was sent', fields);
+  });
 }
