@@ -125,7 +125,7 @@ test('label keys and values: the same 422 Invalid, message and causes, for objec
 });
 
 test('escaped field selectors: accepted (matching no name) or refused alike', async () => {
-  for (const fs of ['metadata.name=\\,', 'metadata.name=\\=', 'metadata.name=\\\\', 'metadata.name=a\\,b,metadata.namespace=default', 'metadata.name=,', ',', 'metadata.name!=\\,', 'metadata.name=one,', 'metadata.name=\\a', 'metadata.name=a=b', 'metadata.name=x\\', 'metadata.name']) {
+  for (const fs of ['metadata.name=\\,', 'metadata.name=\\=', 'metadata.name=\\\\', 'metadata.name=a\\,b,metadata.namespace=default', 'metadata.name=,', ',', 'metadata.name!=\\,', 'metadata.name=one,', 'metadata.name=\\a', 'metadata.name=a=b', 'metadata.name=x\\', 'metadata.name', 'spec.x=1', 'foo=\\a']) {
     const [mine, theirs] = await both('GET', `${BASE}?fieldSelector=${encodeURIComponent(fs)}`);
     assert.deepEqual(outcome(mine), outcome(theirs), `${fs}\nours: ${mine.text}\nkube: ${theirs.text}`);
     if (theirs.status === 200) assert.deepEqual(mine.body.items.map((i: any) => i.metadata.name), theirs.body.items.map((i: any) => i.metadata.name), fs);
@@ -166,6 +166,14 @@ test('the deprecated /watch/ paths: the same events, and the same refusals', asy
     const [mine, theirs] = await both('GET', path);
     assert.deepEqual(outcome(mine), outcome(theirs), `${path}\nours: ${mine.text}\nkube: ${theirs.text}`);
   }
+  // Neither publishes the /watch/ paths in OpenAPI (kube does not for CRDs).
+  await until('kube-apiserver publishes the CRD in OpenAPI v3', async () => (await kube('GET', '/openapi/v3')).text.includes('apis/configbutler.ai/v1alpha1'), 60_000);
+  const v3paths = async (get: (p: string) => Promise<Answer>) => {
+    const root = (await get('/openapi/v3')).body;
+    return Object.keys((await get(root.paths['apis/configbutler.ai/v1alpha1'].serverRelativeURL)).body.paths).filter((p) => p.includes('/watch/'));
+  };
+  assert.deepEqual(await v3paths((p) => kube('GET', p)), []);
+  assert.deepEqual(await v3paths((p) => ours.request('GET', p)), []);
   // A deliberate difference: for a CRD, kube-apiserver's handler turns any method on a /watch/ path
   // into a watch (its verb is "watch"); built-in resources answer 405, and so do we.
   const post = `${GV}/watch/namespaces/default/gittargets?timeoutSeconds=1`;
