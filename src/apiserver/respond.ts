@@ -126,7 +126,7 @@ export async function sendList(reply: FastifyReply, body: ListBody, onAbort: (e:
     { objectMode: false },
   );
   try {
-    if (gzip) await pipeline(source, createGzip({ level: GZIP_LEVEL }), raw);
+    if (gzip) await pipeline(source, createGzip({ level: GZIP_LEVEL, chunkSize: 64 * 1024 }), raw);
     else await pipeline(source, raw);
   } catch (e) {
     // The client closed the connection (or the stream failed): the status line is long gone, so
