@@ -18,12 +18,11 @@ export interface ListBody {
 }
 
 /**
- * Roughly how many characters go into one piece. Each piece is one write that fills the response's
- * buffer, so the next waits for 'drain' (an event-loop turn): 64 KiB pieces made a 1 MB page of
- * 500 items 2.5× slower than the buffered answer on a busy machine, 256 KiB pieces as fast; four
- * lists in flight then hold about 2 MB of pieces.
+ * Roughly how many characters go into one piece: few enough writes, and small enough that a piece's
+ * string stays in V8's young generation (256 KiB pieces go to the large-object space, live until a
+ * full GC, and raised the peak of four concurrent 10k LISTs by about 40 MB).
  */
-export const PIECE_CHARS = 256 * 1024;
+export const PIECE_CHARS = 64 * 1024;
 
 const INDENT = '\n    ';
 

@@ -118,20 +118,87 @@ export async function sendList(reply: FastifyReply, body: ListBody, onAbort: (e:
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, headers as Record<string, string | string[]>);
-  const source = Readable.from(
-    (function* () {
-      yield* first.splice(0);
-      yield* pieces;
-    })(),
-    { objectMode: false },
-  );
   try {
-    if (gzip) await pipeline(source, createGzip({ level: GZIP_LEVEL, chunkSize: 64 * 1024 }), raw);
-    else await pipeline(source, raw);
+    if (gzip) {
+      // Compression is the slow part here: gzip's own backpressure paces the pieces.
+      const source = Readable.from(
+        (function* () {
+          yield* first.splice(0);
+          yield* pieces;
+        })(),
+        { objectMode: false },
+      );
+      await pipeline(source, createGzip({ level: GZIP_LEVEL, chunkSize: 64 * 1024 }), raw);
+    } else await writeWindowed(raw, [first.splice(0), pieces]);
   } catch (e) {
     // The client closed the connection (or the stream failed): the status line is long gone, so
-    // there is nobody to answer; the pipeline has already destroyed the source, gzip and socket.
+    // there is nobody to answer; what is left of the list is never serialized.
+    pieces.return(undefined);
+    if (!raw.destroyed) raw.destroy();
     onAbort(e);
+  }
+}
+
+/**
+ * Unsent bytes a streamed list may leave queued in its response before it waits for 'drain'. The
+ * response's own mark (16 KiB) would make a 1 MB page wait 16 times, each an event-loop turn: on a
+ * busy machine 2.7× the time of the buffered answer. With this window it is on par, and four lists
+ * in flight hold at most 4 MiB of queued pieces.
+ */
+export const LIST_WRITE_WINDOW_BYTES = 1024 * 1024;
+
+interface ResponseStream {
+  write(chunk: Buffer): boolean;
+  end(): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  off(event: string, listener: (...args: any[]) => void): unknown;
+  readonly writableLength: number;
+  readonly writableFinished: boolean;
+  /** Absent on HTTP/2 compatibility responses: their 'close' says it. */
+  readonly destroyed?: boolean;
+}
+
+function clientGone(): Error {
+  return Object.assign(new Error('the client closed the connection before the list was sent'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+}
+
+/** Writes every piece, waiting for 'drain' whenever LIST_WRITE_WINDOW_BYTES or more are queued; rejects if the client goes away. */
+async function writeWindowed(out: ResponseStream, sources: Array<Iterable<Buffer>>): Promise<void> {
+  let failed: unknown;
+  let wake: (() => void) | undefined;
+  const onDrain = () => wake?.();
+  const onClose = () => {
+    if (!out.writableFinished) failed ??= clientGone();
+    wake?.();
+  };
+  const onError = (e: unknown) => {
+    failed ??= e;
+    wake?.();
+  };
+  out.on('drain', onDrain);
+  out.on('close', onClose);
+  out.on('error', onError);
+  try {
+    for (const source of sources) {
+      for (const piece of source) {
+        if (failed || out.destroyed) throw failed ?? clientGone();
+        out.write(piece);
+        while (!failed && !out.destroyed && out.writableLength >= LIST_WRITE_WINDOW_BYTES) await new Promise<void>((r) => (wake = r));
+      }
+    }
+    if (failed || out.destroyed) throw failed ?? clientGone();
+    let onFinish!: () => void;
+    const done = new Promise<void>((resolve, reject) => {
+      wake = () => (failed ? reject(failed) : undefined);
+      onFinish = resolve;
+      out.on('finish', onFinish);
+    });
+    out.end();
+    await done.finally(() => out.off('finish', onFinish));
+  } finally {
+    out.off('drain', onDrain);
+    out.off('close', onClose);
+    out.off('error', onError);
   }
 }
 
