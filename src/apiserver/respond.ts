@@ -89,9 +89,9 @@ export function sendJSONText(reply: FastifyReply, code: number, text: string, wa
 }
 
 /**
- * Sends a list as it is serialized (list-body.ts), at the pace the client reads: the pieces go
- * through a stream pipeline, so a piece is made only when the socket (or gzip) took the previous
- * ones. A list that stays under the gzip threshold is sent whole, exactly as before (with
+ * Sends a list as it is serialized (list-body.ts), at the pace the client reads: a piece is made
+ * only while less than LIST_WRITE_WINDOW_BYTES wait in the response (with gzip, when the
+ * compressor's own backpressure asks for more). A list that stays under the gzip threshold is sent whole, exactly as before (with
  * Content-Length); a larger one is streamed (chunked), gzip-compressed when the client accepts it.
  * A client that goes away mid-list ends the pipeline: the rest is never serialized, nothing throws.
  */
