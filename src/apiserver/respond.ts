@@ -117,8 +117,9 @@ export async function sendList(reply: FastifyReply, body: ListBody, onAbort: (e:
   const headers = reply.getHeaders();
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, headers as Record<string, string | string[]>);
   try {
+    // Inside the try: an HTTP/2 stream the client has already reset refuses even the headers.
+    raw.writeHead(200, headers as Record<string, string | string[]>);
     if (gzip) {
       // Compression is the slow part here: gzip's own backpressure paces the pieces.
       const source = Readable.from(
