@@ -255,16 +255,19 @@ export class TargetMirror {
     if (this.snapshotSubmitted || this.stopped || !this.streams.every((s) => s.listed)) return;
     this.snapshotSubmitted = true;
     void this.inOrder(async () => {
-      const writes: PendingChange[] = [];
+      const keyed: Array<[string, PendingChange]> = [];
       const seen = new Set<string>();
       for (const s of this.streams) {
         for (const [k, e] of s.objects) {
           if (seen.has(k)) continue;
           seen.add(k);
-          writes.push(this.write(e));
+          keyed.push([k, this.write(e)]);
         }
       }
-      writes.sort((a, b) => (a.op === 'write' && b.op === 'write' ? identityKeyOf(a.object).localeCompare(identityKeyOf(b.object)) : 0));
+      // By identity key, in code-unit order: localeCompare with the key recomputed per comparison
+      // took ~0.1 s of the event loop for 10,000 objects.
+      keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      const writes = keyed.map(([, w]) => w);
       let deletes: ObjectRef[] | undefined;
       if (this.d.spec.prune === 'Always' && this.d.folderListing) {
         // Files in the folder the source no longer (or never) holds: gone under Always. Only from
