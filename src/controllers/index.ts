@@ -15,6 +15,7 @@ import type { ControllerName } from './names.js';
 import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { AttributionConfig } from '../attribution/join.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -33,6 +34,8 @@ export interface ControllerDeps {
   defaultSource?: KubeConfig;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
+  /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
+  attribution?: AttributionConfig;
   /** The server's registries: controllers write status through them as the system identity (default: registries over `store`). */
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
@@ -62,7 +65,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store), attribution: deps.attribution });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
