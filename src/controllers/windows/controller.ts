@@ -20,6 +20,7 @@ import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
 import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
+import { ORPHAN_AGE_MS } from './chunks.js';
 import { flushStaging, nextStagingDeadline } from './staging.js';
 import type { TargetKey, WindowOutcome } from './types.js';
 
@@ -54,6 +55,7 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
+  private readonly sweptAt = new Map<string, number>();
   private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
 
@@ -127,6 +129,7 @@ export class WindowsController {
     if (rec?.target.uid !== target.uid) rec = undefined;
     if (!rec || !hasWork(rec)) {
       if (this.deps.keeper.holds(leaseName)) {
+        await this.sweepChunks(key, target, rec);
         await this.writeTargetStatus(gt, { pending: 0 });
         await this.deps.keeper.release(leaseName, 'windows');
       }
@@ -206,7 +209,7 @@ export class WindowsController {
   private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>, counted?: Window): Promise<void> {
     const started = performance.now();
     // Count the attempt durably before touching Git, so a retry after a crash knows a push may have happened.
-    const w =
+    const small =
       counted ??
       (await this.records.mutate(target, (r) => {
         const x = r.windows[0];
@@ -214,8 +217,10 @@ export class WindowsController {
         x.closing.attempts++;
         return structuredClone(x);
       }));
-    if (!w) return;
+    if (!small) return;
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
+    // A chunked snapshot's changes, read a chunk per event-loop turn (all of them, or no commit).
+    const w = small.chunks ? { ...small, changes: await this.sink.chunks.read(target, small) } : small;
     const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
     const committer: Person = { name: this.deps.committer.name, email: this.deps.committer.email };
     // A CommitRequest's author, else the audited (or unresolved) author of the window, else the committer.
@@ -258,6 +263,8 @@ export class WindowsController {
       if (w.snapshotId) recordSnapshot(r, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
       return undefined;
     });
+    // The outcome is recorded: nothing refers to the chunks any more (a crash before this leaves them to sweep()).
+    if (w.chunks) await this.sink.chunks.remove(target, w.snapshotId!, w.chunks).catch((e) => this.deps.log.warn('could not delete the chunks of a committed snapshot', { gitTarget: `${target.namespace}/${target.name}`, error: (e as Error).message }));
     const m = this.deps.metrics;
     if (landed) m?.commits.inc({ author_kind: authorKind });
     m?.windowChanges.observe(w.changes.length);
@@ -324,7 +331,21 @@ export class WindowsController {
     if (!lease) return;
     this.deps.log.info('GitTarget deleted: dropping its pending changes', { gitTarget: `${target.namespace}/${target.name}`, pending: pendingCount(rec) });
     await this.records.remove(target);
+    await this.sink.chunks.sweep(target, undefined);
+    this.sweptAt.delete(key);
     await this.deps.keeper.release(targetLeaseName(target), 'windows');
+  }
+
+  /**
+   * Chunks no window refers to (a crash between writing them and the record's CAS, or between an
+   * outcome and their deletion): looked for when the target's work is done, at most every ORPHAN_AGE_MS.
+   */
+  private async sweepChunks(key: string, target: TargetKey, rec: WindowRecord | undefined): Promise<void> {
+    const now = Date.now();
+    if (now - (this.sweptAt.get(key) ?? 0) < ORPHAN_AGE_MS) return;
+    this.sweptAt.set(key, now);
+    const n = await this.sink.chunks.sweep(target, rec?.windows ?? [], now).catch(() => 0);
+    if (n) this.deps.log.info('deleted snapshot chunks no window refers to', { gitTarget: `${target.namespace}/${target.name}`, chunks: n });
   }
 
   private statusClient(): SystemClient {

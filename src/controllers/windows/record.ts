@@ -51,8 +51,12 @@ export interface Window {
   authorKind?: Extract<AuthorKind, 'audit' | 'unresolved'>;
   openedAt: number;
   lastChangeAt: number;
-  /** First-seen order; one entry per object (the latest change wins). */
+  /** First-seen order; one entry per object (the latest change wins). Empty when chunked. */
   changes: Array<{ key: string; change: PendingChange }>;
+  /** A large snapshot's changes are in this many chunk objects instead (chunks.ts)... */
+  chunks?: number;
+  /** ...holding this many changes. */
+  chunkedChanges?: number;
   request?: AttachedRequest;
   /** Set once the window is closed: nothing joins it any more and it is committed next. */
   closing?: { reason: string; at: number; attempts: number };
@@ -140,7 +144,7 @@ export function emptyRecord(t: TargetKey): WindowRecord {
 }
 
 export function pendingCount(r: WindowRecord): number {
-  return r.windows.reduce((n, w) => n + w.changes.length, 0) + (r.staging ?? []).reduce((n, s) => n + (s.change ? 1 : (s.snapshot?.changes.length ?? 0)), 0);
+  return r.windows.reduce((n, w) => n + w.changes.length + (w.chunkedChanges ?? 0), 0) + (r.staging ?? []).reduce((n, s) => n + (s.change ? 1 : (s.snapshot?.changes.length ?? 0)), 0);
 }
 
 /** Whether the record holds anything for the controller to do. */
@@ -167,7 +171,8 @@ export function mergeChanges(w: Window, changes: PendingChange[]): void {
 }
 
 export class WindowRecords {
-  constructor(private readonly store: Pick<Store, 'get' | 'create' | 'update' | 'delete'>) {}
+  /** `list` for the snapshot chunks beside the records (chunks.ts). */
+  constructor(readonly store: Pick<Store, 'get' | 'list' | 'create' | 'update' | 'delete'>) {}
 
   async get(t: TargetKey): Promise<WindowRecord | undefined> {
     const r = (await this.store.get(WINDOWS_RESOURCE, recordKey(t))) as WindowRecord | undefined;

@@ -1,12 +1,13 @@
 // The WindowSink the mirror writes to: every call is one compare-and-swap of the GitTarget's
-// window record, so it is durable when it resolves (the Store acknowledged it). With an audit route
+// window record (a large snapshot writes its chunks first, chunks.ts), so it is durable when it resolves (the Store acknowledged it). With an audit route
 // the changes are looked up first (the join) and either join their author's window at once or wait
 // in the record's staging list (staging.ts).
 import { DEFAULT_ATTRIBUTION_GRACE_MS, effectiveRoute, resolvePrefix, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { policyOf } from './policy.js';
-import { recordSnapshot, unchanged, type WindowRecords } from './record.js';
+import { CHUNK_SIZE, WindowChunks } from './chunks.js';
+import { recordSnapshot, unchanged, type WindowRecord, type WindowRecords } from './record.js';
 import { flushStaging, stageChanges, stageSnapshot } from './staging.js';
 import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';
@@ -15,6 +16,7 @@ export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOu
 
 export class StoreWindowSink implements WindowSink {
   private readonly listeners = new Set<SnapshotListener>();
+  readonly chunks: WindowChunks;
 
   constructor(
     private readonly records: WindowRecords,
@@ -25,7 +27,9 @@ export class StoreWindowSink implements WindowSink {
     private readonly attribution?: AttributionConfig,
     /** Called with the join tier of every change that joined a window at add time. */
     private readonly onJoined?: (tiers: JoinTier[]) => void,
-  ) {}
+  ) {
+    this.chunks = new WindowChunks(records.store);
+  }
 
   async add(target: TargetKey, changes: PendingChange[]): Promise<void> {
     if (changes.length === 0) return;
@@ -49,12 +53,34 @@ export class StoreWindowSink implements WindowSink {
 
   async snapshot(target: TargetKey, input: SnapshotInput): Promise<void> {
     const now = this.now();
+    const known = (r: WindowRecord) => r.snapshots.some((s) => s.id === input.id) || r.windows.some((w) => w.snapshotId === input.id) || r.staging?.some((e) => e.snapshot?.id === input.id);
+    const changes = snapshotChanges(input);
+    if (changes.length > CHUNK_SIZE) {
+      // Large: the changes go to chunks first, then a small window refers to them (chunks.ts).
+      const cur = await this.records.get(target);
+      if (cur && known(cur)) return;
+      if (!cur?.staging?.length) {
+        const chunked = await this.chunks.write(target, input.id, changes);
+        const kept = await this.records.mutate(target, (r) => {
+          // Known meanwhile: a window pending with chunks keeps them (these are the same); otherwise they are orphans.
+          if (known(r)) return unchanged(r.windows.some((w) => w.snapshotId === input.id && w.chunks));
+          if (r.staging?.length) {
+            stageSnapshot(r, input.id, changes, now);
+            return false;
+          }
+          applySnapshot(r, { id: input.id, changes: [], chunked }, now);
+          return true;
+        });
+        if (!kept) await this.chunks.remove(target, input.id, chunked.chunks);
+        return;
+      }
+    }
     await this.records.mutate(target, (r) => {
-      if (r.snapshots.some((s) => s.id === input.id) || r.windows.some((w) => w.snapshotId === input.id) || r.staging?.some((e) => e.snapshot?.id === input.id)) return unchanged(undefined);
+      if (known(r)) return unchanged(undefined);
       // Changes already added are committed first, so order is kept: those still waiting for
-      // their author hold the snapshot behind them.
-      if (r.staging?.length) stageSnapshot(r, input.id, snapshotChanges(input), now);
-      else applySnapshot(r, { id: input.id, changes: snapshotChanges(input) }, now);
+      // their author hold the snapshot behind them (inline in the record).
+      if (r.staging?.length) stageSnapshot(r, input.id, changes, now);
+      else applySnapshot(r, { id: input.id, changes }, now);
       return undefined;
     });
   }

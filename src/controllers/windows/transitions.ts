@@ -59,11 +59,15 @@ export function addChanges(r: WindowRecord, changes: PendingChange[], policy: Co
 }
 
 /** A snapshot: the open window closes first (order kept), then the snapshot is one closed window of its own. */
-export function applySnapshot(r: WindowRecord, input: Pick<SnapshotInput, 'id'> & { changes: PendingChange[] }, now: number): void {
+export function applySnapshot(r: WindowRecord, input: Pick<SnapshotInput, 'id'> & { changes: PendingChange[]; chunked?: { chunks: number; changes: number } }, now: number): void {
   const open = openWindow(r);
   if (open) open.closing = { reason: 'snapshot', at: now, attempts: 0 };
   const w: Window = { seq: r.nextSeq++, kind: 'snapshot', snapshotId: input.id, authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
   mergeChanges(w, input.changes);
+  if (input.chunked) {
+    w.chunks = input.chunked.chunks;
+    w.chunkedChanges = input.chunked.changes;
+  }
   w.closing = { reason: 'snapshot', at: now, attempts: 0 };
   r.windows.push(w);
 }
