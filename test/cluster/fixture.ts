@@ -94,6 +94,8 @@ export interface ControlPlane {
   /** The cluster CA: signs kube-apiserver's serving certificate and the test users' client certificates. */
   ca: CA;
   frontProxyCA: CA;
+  /** With `audit`: the CA of kube-apiserver's audit client certificate (our --audit-client-ca-file). */
+  audit?: { ca: CA; caFile: string; webhookKubeconfig: string };
   admin: ClusterUser;
   /** A kubeconfig for a user authenticated by a client certificate from the cluster CA. */
   user(name: string, groups?: string[]): ClusterUser;
@@ -164,7 +166,27 @@ async function stopProc(p: Proc): Promise<void> {
   clearTimeout(t);
 }
 
-export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
+/**
+ * kube-apiserver's webhook audit backend (batch mode), posting to https://127.0.0.1:<port><path>
+ * with a client certificate from an audit CA the fixture makes (ControlPlane.audit). kube-apiserver
+ * reads its webhook kubeconfig once, at start: the receiver's port and serving CA are fixed now.
+ */
+export interface AuditWebhook {
+  port: number;
+  /** Default /audit-webhook (the hosting route). */
+  path?: string;
+  /** Verifies the receiver's serving certificate, for `serverName`. */
+  serverCAPem: string;
+  serverName: string;
+  /** Default apiservice/audit/policy.yaml (what we ship). */
+  policyFile?: string;
+  /** --audit-webhook-batch-max-wait; default 1s. */
+  batchMaxWait?: string;
+}
+
+export const SHIPPED_AUDIT_POLICY = join(REPO_ROOT, 'apiservice/audit/policy.yaml');
+
+export async function startControlPlane(opts: { binDir?: string; audit?: AuditWebhook } = {}): Promise<ControlPlane> {
   const bin = opts.binDir ?? (await buildBinaries('control-plane'));
   const dir = mkdtempSync(join(tmpdir(), 'reverser-cluster-'));
   killOrphansOnExit();
@@ -222,6 +244,34 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       saPub: write('sa.pub', sa.publicKey.export({ type: 'spki', format: 'pem' }).toString()),
     };
 
+    // The audit webhook's kubeconfig, as docs/attribution.md (and apiservice/audit/) tells an operator to write it.
+    let audit: ControlPlane['audit'];
+    const auditFlags: string[] = [];
+    if (opts.audit) {
+      const a = opts.audit;
+      const auditCA = makeCA('reverser-test-audit-ca');
+      const client = issueClientCert(auditCA, 'kube-apiserver-audit');
+      const caFile = write('audit-ca.crt', auditCA.certPem);
+      const b64 = (t: string) => Buffer.from(t).toString('base64');
+      const webhookKubeconfig = write('audit-webhook.kubeconfig', [
+        'apiVersion: v1', 'kind: Config',
+        'clusters:', '- name: reverser-apiserver-audit', '  cluster:',
+        `    server: https://127.0.0.1:${a.port}${a.path ?? '/audit-webhook'}`,
+        `    tls-server-name: ${a.serverName}`,
+        `    certificate-authority-data: ${b64(a.serverCAPem)}`,
+        'users:', '- name: kube-apiserver-audit', '  user:',
+        `    client-certificate-data: ${b64(client.certPem)}`, `    client-key-data: ${b64(client.keyPem)}`,
+        'contexts:', '- name: reverser-apiserver-audit', '  context: {cluster: reverser-apiserver-audit, user: kube-apiserver-audit}',
+        'current-context: reverser-apiserver-audit', '',
+      ].join('\n'), 0o600);
+      audit = { ca: auditCA, caFile, webhookKubeconfig };
+      auditFlags.push(
+        `--audit-policy-file=${a.policyFile ?? SHIPPED_AUDIT_POLICY}`,
+        `--audit-webhook-config-file=${webhookKubeconfig}`,
+        '--audit-webhook-mode=batch', `--audit-webhook-batch-max-wait=${a.batchMaxWait ?? '1s'}`,
+      );
+    }
+
     const [etcdClient, etcdPeer, apiPort, kcmPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const url = `https://127.0.0.1:${apiPort}`;
 
@@ -255,6 +305,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       // No kubelets or kube-proxy: nothing would serve the kubernetes Service's endpoints.
       '--endpoint-reconciler-type=none',
       '--profiling=false',
+      ...auditFlags,
     ]);
 
     const admin = (() => {
@@ -314,7 +365,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
     }, 120_000, 500);
 
     return {
-      dir, url, ca, frontProxyCA, admin, api,
+      dir, url, ca, frontProxyCA, audit, admin, api,
       user(name, groups = []) {
         const cert = issueClientCert(ca, name, groups);
         const kubeconfig = join(dir, `${name.replace(/[^A-Za-z0-9_.-]/g, '_')}.kubeconfig`);
