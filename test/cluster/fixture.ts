@@ -99,8 +99,8 @@ export interface ControlPlane {
   admin: ClusterUser;
   /** A kubeconfig for a user authenticated by a client certificate from the cluster CA. */
   user(name: string, groups?: string[]): ClusterUser;
-  /** A kubeconfig that authenticates with a bearer token (e.g. from `kubectl create token`). */
-  tokenKubeconfig(name: string, token: string): string;
+  /** A kubeconfig that authenticates with a bearer token (e.g. from `kubectl create token`); `server` replaces the URL (a relay in front of kube-apiserver). */
+  tokenKubeconfig(name: string, token: string, server?: string): string;
   /** JSON call to kube-apiserver as admin (or another user). */
   api(method: string, path: string, body?: unknown, as?: ClusterUser): Promise<{ status: number; body: any; text: string }>;
   /** Log of one component. */
@@ -372,9 +372,9 @@ export async function startControlPlane(opts: { binDir?: string; audit?: AuditWe
         writeFileSync(kubeconfig, kubeconfigYAML(url, ca.certPem, cert), { mode: 0o600 });
         return { name, kubeconfig, cert };
       },
-      tokenKubeconfig(name, token) {
+      tokenKubeconfig(name, token, server = url) {
         const p = join(dir, `${name}.kubeconfig`);
-        writeFileSync(p, kubeconfigYAML(url, ca.certPem, { token }), { mode: 0o600 });
+        writeFileSync(p, kubeconfigYAML(server, ca.certPem, { token }), { mode: 0o600 });
         return p;
       },
       log: (c) => log(c),

@@ -16,7 +16,12 @@ export interface Relay {
   close(): Promise<void>;
 }
 
-export async function startRelay(target?: number): Promise<Relay> {
+/**
+ * `delayMs`: every byte from the destination reaches the client that much later (in order): a
+ * slow link, e.g. so that a watch's events arrive after the audit posts of the same writes.
+ */
+export async function startRelay(target?: number, opts: { delayMs?: number } = {}): Promise<Relay> {
+  const delayMs = opts.delayMs ?? 0;
   let dest: number | undefined = target;
   let connections = 0;
   const open = new Set<Socket>();
@@ -34,9 +39,16 @@ export async function startRelay(target?: number): Promise<Relay> {
     outbound.once('close', () => open.delete(outbound));
     outbound.on('error', () => inbound.destroy());
     inbound.on('error', () => outbound.destroy());
-    inbound.pipe(outbound).pipe(inbound);
+    inbound.pipe(outbound);
+    if (delayMs > 0) {
+      // Same delay for every chunk: timers of equal duration fire in the order they were set.
+      outbound.on('data', (chunk: Buffer) => setTimeout(() => inbound.destroyed || inbound.write(chunk), delayMs));
+      outbound.once('end', () => setTimeout(() => inbound.end(), delayMs));
+    } else {
+      outbound.pipe(inbound);
+    }
     inbound.once('close', () => outbound.destroy());
-    outbound.once('close', () => inbound.destroy());
+    outbound.once('close', () => (delayMs > 0 ? setTimeout(() => inbound.destroy(), delayMs + 1) : inbound.destroy()));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
