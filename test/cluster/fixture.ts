@@ -101,8 +101,8 @@ export interface ControlPlane {
   user(name: string, groups?: string[]): ClusterUser;
   /** A kubeconfig that authenticates with a bearer token (e.g. from `kubectl create token`); `server` replaces the URL (a relay in front of kube-apiserver). */
   tokenKubeconfig(name: string, token: string, server?: string): string;
-  /** JSON call to kube-apiserver as admin (or another user). */
-  api(method: string, path: string, body?: unknown, as?: ClusterUser): Promise<{ status: number; body: any; text: string }>;
+  /** JSON call to kube-apiserver as admin (or another user); `contentType` for a PATCH (default application/json). */
+  api(method: string, path: string, body?: unknown, as?: ClusterUser, contentType?: string): Promise<{ status: number; body: any; text: string }>;
   /** Log of one component. */
   log(component: 'etcd' | 'kube-apiserver' | 'kube-controller-manager'): string;
   stop(): Promise<void>;
@@ -314,12 +314,12 @@ export async function startControlPlane(opts: { binDir?: string; audit?: AuditWe
       writeFileSync(kubeconfig, kubeconfigYAML(url, ca.certPem, cert), { mode: 0o600 });
       return { name: 'test-admin', kubeconfig, cert };
     })();
-    const api = (method: string, path: string, body?: unknown, as: ClusterUser = admin) =>
+    const api = (method: string, path: string, body?: unknown, as: ClusterUser = admin, contentType = 'application/json') =>
       new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
         const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
         const req = httpsRequest(`${url}${path}`, {
           method, ca: ca.certPem, cert: as.cert.certPem, key: as.cert.keyPem, agent: false,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
         }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
