@@ -173,7 +173,9 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
     const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+    // Per-edit attribution: default-source GitTargets join on the hosting route when this server takes audit posts.
+    const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, attribution }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

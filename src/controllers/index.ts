@@ -13,6 +13,7 @@ import { secretCredentials } from './windows/credentials.js';
 import type { WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { AttributionConfig } from '../attribution/join.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -31,6 +32,8 @@ export interface ControllerDeps {
   defaultSource?: KubeConfig;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
+  /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
+  attribution?: AttributionConfig;
 }
 
 export interface RunningControllers {
@@ -53,7 +56,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   if (enabled.has('windows')) {
     // The engine worker starts on the first commit; this only resolves the module.
     const engine = await deps.engine();
-    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
+    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store), attribution: deps.attribution });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }

@@ -13,6 +13,8 @@ import { GitWorker } from '../../src/git/worker.js';
 import { createLogger } from '../../src/metrics/logger.js';
 import type { TargetKey } from '../../src/controllers/windows/types.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import type { AttributionConfig } from '../../src/attribution/join.js';
+import type { Registry as MetricsRegistry } from 'prom-client';
 
 export const GT = { group: 'configbutler.ai', resource: 'gittargets' };
 export const CR = { group: 'configbutler.ai', resource: 'commitrequests' };
@@ -49,12 +51,15 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-export async function startHarness(t: TestContext, opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string }): Promise<Harness> {
+export async function startHarness(
+  t: TestContext,
+  opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string; attribution?: AttributionConfig; metrics?: MetricsRegistry },
+): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
   const engine = new GitWorker({ dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000 });
   const log = createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
-    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs },
+    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics },
     parseControllers(opts.controllers ?? 'all'),
   );
   let stopped = false;

@@ -57,7 +57,7 @@ interface Entry {
   hash: string;
   object: KubeObject;
   resource: string;
-  source: { uid: string; resourceVersion: string };
+  source: { uid: string; resourceVersion: string; resource: string };
 }
 
 interface Stream {
@@ -188,7 +188,7 @@ export class TargetMirror {
     const full: KubeObject = { ...obj, apiVersion: obj.apiVersion || (stream.type.group ? `${stream.type.group}/${stream.type.version}` : stream.type.version), kind: obj.kind || stream.type.kind };
     const object = sanitizeObject(full);
     const hash = createHash('sha256').update(JSON.stringify(object)).digest('hex');
-    return { hash, object, resource: stream.type.resource, source: { uid: obj.metadata.uid ?? '', resourceVersion: obj.metadata.resourceVersion ?? '' } };
+    return { hash, object, resource: stream.type.resource, source: { uid: obj.metadata.uid ?? '', resourceVersion: obj.metadata.resourceVersion ?? '', resource: stream.type.resource } };
   }
 
   private write(e: Entry): PendingChange {
@@ -244,7 +244,7 @@ export class TargetMirror {
       // Deleted, being deleted (deletionTimestamp), or now noise: the file goes, once.
       if (!held) return;
       if (this.snapshotSubmitted && this.d.spec.prune !== 'Never') {
-        await this.d.sink.add(this.d.key, [{ op: 'delete', ref: refOf(held.object), source: { uid: obj.metadata?.uid ?? held.source.uid, resourceVersion: obj.metadata?.resourceVersion ?? '' } }]);
+        await this.d.sink.add(this.d.key, [{ op: 'delete', ref: refOf(held.object), source: { uid: obj.metadata?.uid ?? held.source.uid, resourceVersion: obj.metadata?.resourceVersion ?? '', resource: stream.type.resource } }]);
       }
       stream.objects.delete(k);
     });

@@ -12,15 +12,20 @@ import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
-import { setCondition, updateStatus } from '../status.js';
+import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { getCondition, setCondition, updateStatus, type Condition } from '../status.js';
+import { AUDIT_ATTRIBUTION, STAGING_POLL_MS, auditCondition, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
-import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
+import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
+import { flushStaging, nextStagingDeadline } from './staging.js';
 import type { TargetKey, WindowOutcome } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
 const PENDING_STATUS_INTERVAL_MS = 1_000;
+/** A True AuditAttribution's message (fact count, last time) is refreshed at most this often. */
+const AUDIT_MESSAGE_REFRESH_MS = 30_000;
 /** How often a replica that does not hold a target's lease tries to take it. */
 export const LEASE_RETRY_MS = 2_000;
 
@@ -34,6 +39,8 @@ export interface WindowsControllerDeps {
   metrics?: ControllerMetrics;
   /** Git credentials of a GitTarget (spec.repository.secretRef); none by default. */
   credentials?(gitTarget: KubeObject): Promise<GitCredentials | undefined>;
+  /** Per-edit attribution from audit facts; without it every window is unattributed. */
+  attribution?: AttributionConfig;
 }
 
 export function targetKeyOf(gt: KubeObject): TargetKey {
@@ -46,6 +53,8 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
+  private readonly auditWrittenAt = new Map<string, number>();
+  private readonly unsubscribeFacts?: () => void;
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.records = new WindowRecords(deps.store);
@@ -56,11 +65,18 @@ export class WindowsController {
         return gt?.metadata.uid === t.uid ? gt : undefined;
       },
       deps.log,
+      Date.now,
+      deps.attribution,
+      (tiers) => this.joined(tiers),
     );
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
     this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, maxDelayMs: 10_000 });
     deps.gitTargets.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: (o) => this.queue.add(keyOf(o, clusterOf(o))) });
     this.windows.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: () => undefined });
+    // Facts arrived on a route (posted to this replica): its targets look again now.
+    this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
+      for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
+    });
     deps.keeper.onLost((name) => {
       if (name.startsWith('gittarget/')) {
         const [, cluster, ns, n] = name.split('/');
@@ -74,6 +90,7 @@ export class WindowsController {
   }
 
   async stop(): Promise<void> {
+    this.unsubscribeFacts?.();
     this.windows.stop();
     await this.queue.stop();
   }
@@ -85,11 +102,28 @@ export class WindowsController {
     if (!gt) return this.targetGone(key);
     const target = targetKeyOf(gt);
     if ((gt.spec as { suspend?: boolean } | undefined)?.suspend) return;
+    const route = this.routeOf(gt);
+    const result = await this.work(key, gt, target, route);
+    const recheckAt = await this.writeAuditCondition(key, gt, target, route);
+    if (recheckAt === undefined) return result;
+    const after = Math.max(0, recheckAt - Date.now());
+    return result?.requeueAfterMs !== undefined && result.requeueAfterMs <= after ? result : { requeueAfterMs: after };
+  }
+
+  private routeOf(gt: KubeObject): string | undefined {
+    return this.deps.attribution ? effectiveRoute(gt, this.deps.attribution.auditListener) : undefined;
+  }
+
+  private joined(tiers: JoinTier[]): void {
+    for (const tier of tiers) this.deps.metrics?.joins.inc({ tier });
+  }
+
+  private async work(key: string, gt: KubeObject, target: TargetKey, route: string | undefined): Promise<QueueResult | void> {
     const leaseName = targetLeaseName(target);
     // The lease is taken only while there is work: an idle GitTarget costs no lease writes.
     let rec = (this.windows.get(key) as WindowRecord | undefined) ?? (await this.records.get(target));
     if (rec?.target.uid !== target.uid) rec = undefined;
-    if (!rec || (rec.windows.length === 0 && rec.waiting.length === 0)) {
+    if (!rec || !hasWork(rec)) {
       if (this.deps.keeper.holds(leaseName)) {
         await this.writeTargetStatus(gt, { pending: 0 });
         await this.deps.keeper.release(leaseName, 'windows');
@@ -103,12 +137,24 @@ export class WindowsController {
     // Under the lease, read the record itself (the cache may lag what another replica did).
     rec = await this.records.get(target);
     if (!rec) return;
+    let stagingWake: number | undefined;
+    if (rec.staging?.length) {
+      if (route && this.deps.attribution) this.joined(await drainTarget(this.records, this.deps.attribution, target, route, policy, now));
+      else await this.records.mutate(target, (r) => flushStaging(r, policy, now));
+      rec = await this.records.get(target);
+      if (!rec) return;
+      // Still waiting: look again at the head's deadline, and meanwhile for facts another replica stored.
+      const deadline = nextStagingDeadline(rec);
+      if (deadline !== undefined) stagingWake = Math.min(deadline, now + STAGING_POLL_MS);
+    }
 
     // CommitRequests that waited in vain for a window end NothingToCommit.
-    if (rec.waiting.some((w) => w.deadline <= now)) {
+    // (Not while a change staged before its deadline still waits for its author: it may be the request's.)
+    const expires = (r: WindowRecord, w: WindowRecord['waiting'][number]) => w.deadline <= now && !(r.staging ?? []).some((e) => e.change && e.stagedAt <= w.deadline);
+    if (rec.waiting.some((w) => expires(rec!, w))) {
       rec = await this.records.mutate(target, (r) => {
-        const expired = r.waiting.filter((w) => w.deadline <= now);
-        r.waiting = r.waiting.filter((w) => w.deadline > now);
+        const expired = r.waiting.filter((w) => expires(r, w));
+        r.waiting = r.waiting.filter((w) => !expires(r, w));
         for (const w of expired) {
           r.outcomes.push({ name: w.name, uid: w.uid, outcome: 'NothingToCommit', message: 'no pending change was collected for this request within its close delay; nothing to commit', time: iso(now) });
         }
@@ -116,7 +162,8 @@ export class WindowsController {
       });
     }
     const first = rec.windows[0];
-    const nextWaiting = Math.min(...rec.waiting.map((w) => w.deadline));
+    // Requests held past their deadline by staged changes are looked at with the staging list.
+    const nextWaiting = Math.min(stagingWake ?? Infinity, ...rec.waiting.map((w) => (w.deadline > now ? w.deadline : (stagingWake ?? now + STAGING_POLL_MS))));
     if (!first) {
       await this.writeTargetStatus(gt, { pending: 0 });
       return Number.isFinite(nextWaiting) ? { requeueAfterMs: nextWaiting - now } : undefined;
@@ -158,8 +205,9 @@ export class WindowsController {
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
     const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
     const committer: Person = { name: this.deps.committer.name, email: this.deps.committer.email };
-    const author = w.request?.author ?? committer;
-    const authorKind: AuthorKind = w.request?.authorKind ?? 'committer';
+    // A CommitRequest's author, else the audited (or unresolved) author of the window, else the committer.
+    const author = w.request?.author ?? w.author ?? committer;
+    const authorKind: AuthorKind = w.request?.authorKind ?? w.authorKind ?? 'committer';
     const message = w.request?.message ?? generatedMessage(w, `${target.namespace}/${target.name}`);
     let result;
     try {
@@ -259,6 +307,41 @@ export class WindowsController {
     this.deps.log.info('GitTarget deleted: dropping its pending changes', { gitTarget: `${target.namespace}/${target.name}`, pending: pendingCount(rec) });
     await this.records.remove(target);
     await this.deps.keeper.release(targetLeaseName(target), 'windows');
+  }
+
+  /**
+   * Writes AuditAttribution (absent without a route). A transition is written at once; a True
+   * condition's message (count, last fact) at most every AUDIT_MESSAGE_REFRESH_MS, so facts
+   * arriving do not rewrite the GitTarget each time. Returns when to evaluate again.
+   */
+  private async writeAuditCondition(key: string, gt: KubeObject, target: TargetKey, route: string | undefined): Promise<number | undefined> {
+    const current = getCondition(gt, AUDIT_ATTRIBUTION);
+    if (!route || !this.deps.attribution) {
+      if (current) await this.patchConditions(gt, (status) => {
+        const conds = (status.conditions as Condition[] | undefined) ?? [];
+        if (!conds.some((c) => c.type === AUDIT_ATTRIBUTION)) return false;
+        status.conditions = conds.filter((c) => c.type !== AUDIT_ATTRIBUTION);
+        return true;
+      });
+      return undefined;
+    }
+    const rec = await this.records.get(target);
+    const { condition, recheckAt } = await auditCondition(this.records, this.deps.attribution, target, route, rec, Date.now());
+    const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
+    const refreshDue = Date.now() - (this.auditWrittenAt.get(key) ?? 0) >= AUDIT_MESSAGE_REFRESH_MS;
+    if (transition || (refreshDue && current?.message !== condition.message)) {
+      this.auditWrittenAt.set(key, Date.now());
+      await this.patchConditions(gt, (status, obj) => setCondition(status, condition, obj.metadata.generation));
+    } else if (current?.message !== condition.message) {
+      const refreshAt = (this.auditWrittenAt.get(key) ?? 0) + AUDIT_MESSAGE_REFRESH_MS;
+      return Math.min(recheckAt ?? Infinity, refreshAt);
+    }
+    return recheckAt;
+  }
+
+  private async patchConditions(gt: KubeObject, fn: (status: Record<string, unknown>, obj: KubeObject) => boolean): Promise<void> {
+    const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
+    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, fn);
   }
 
   private async writeTargetStatus(
