@@ -48,14 +48,15 @@ const embedded: Backend = {
   async open(t, o = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'facts-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    let store = await createEmbeddedStore({ dataDir: dir });
+    // Snapshots every 2 log records: restarts read snapshots as well as log lines.
+    let store = await createEmbeddedStore({ dataDir: dir, snapshotEvery: 2 });
     t.after(() => store.close());
     return {
       facts: new StoreFacts({ store, ttlMs: o.ttlMs }),
       store,
       async reopen() {
         await store.close();
-        store = await createEmbeddedStore({ dataDir: dir });
+        store = await createEmbeddedStore({ dataDir: dir, snapshotEvery: 2 });
         return new StoreFacts({ store, ttlMs: o.ttlMs });
       },
       peer: () => Promise.reject(new Error('the embedded store is one process')),
@@ -147,11 +148,14 @@ for (const b of [embedded, redisBackend]) {
 
   test(`${b.name}: facts survive a restart`, async (t) => {
     const { facts, reopen } = await b.open(t);
-    await facts.put([fact(), fact({ auditID: 'dc', verb: 'deletecollection', name: '', uid: '', resourceVersion: '', uids: ['u-5'] })]);
+    // Three batches: with snapshots every 2 records, the restart reads a snapshot and a log line.
+    await facts.put([fact()]);
+    await facts.put([fact({ auditID: 'dc', verb: 'deletecollection', name: '', uid: '', resourceVersion: '', uids: ['u-5'] })]);
+    await facts.put([fact({ auditID: 'dup-of-a1' , user: { username: 'late' } })]);
     const again = await reopen();
     assert.equal((await again.find(query()))?.fact.user.username, 'alice');
     assert.equal((await again.find(query({ uid: 'u-5', resourceVersion: '', removal: true })))?.tier, 'deletecollection_uid');
-    assert.deepEqual(await again.stats('hosting'), { count: 2, lastFactTime: '2026-11-30T08:00:00.000Z' });
+    assert.deepEqual(await again.stats('hosting'), { count: 3, lastFactTime: '2026-11-30T08:00:00.000Z' });
   });
 
   test(`${b.name}: facts expire after their TTL, also across a restart`, async (t) => {

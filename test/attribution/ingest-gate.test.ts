@@ -151,3 +151,15 @@ test('refused requests: 400, 404, 405, 413, 415 as metav1.Status; nothing stored
   assert.ok((await metric(srv, 'reverser_audit_eventlists_total', { outcome: 'decode_error' })) >= 7);
   assert.ok((await metric(srv, 'reverser_audit_eventlists_total', { outcome: 'too_large' })) >= 1);
 });
+
+test("kube-apiserver's ?timeout= query is ignored; routes and users never become metric series", async () => {
+  const series = async () => (await srv.get('/metrics')).text.split('\n').filter((l) => l.startsWith('reverser_audit_')).length;
+  const before = await series();
+  for (let i = 0; i < 40; i++) {
+    const r = await srv.post(`/audit-webhook/route-${i}?timeout=30s`, eventList([auditEvent({ uid: `card-${i}`, responseRV: String(900 + i), user: `user-${i}` })]));
+    assert.equal(r.status, 200, r.text);
+  }
+  assert.equal((await facts.find(q({ route: 'route-7', uid: 'card-7', resourceVersion: '907' })))?.fact.user.username, 'user-7');
+  // Histogram buckets and counters exist from the first post on; 40 routes and users add none.
+  assert.equal(await series(), before);
+});
