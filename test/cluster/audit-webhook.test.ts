@@ -1,5 +1,5 @@
-// The fixture's audit webhook, and the audit policy we ship (apiservice/audit/policy.yaml), against
-// the real kube-apiserver: it starts with that policy and posts audit.k8s.io/v1 EventLists in batch
+// The fixture's audit webhook, and the audit policy and webhook kubeconfig we ship (apiservice/audit/),
+// against the real kube-apiserver: it starts with them and posts audit.k8s.io/v1 EventLists in batch
 // mode, over mTLS with the fixture's audit client certificate, to a plain HTTPS receiver here. Only
 // writes arrive (ResponseComplete, RequestResponse, with the resourceVersion they produced); reads,
 // Secrets and TokenReviews never leave kube-apiserver.

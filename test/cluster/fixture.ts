@@ -168,8 +168,10 @@ async function stopProc(p: Proc): Promise<void> {
 
 /**
  * kube-apiserver's webhook audit backend (batch mode), posting to https://127.0.0.1:<port><path>
- * with a client certificate from an audit CA the fixture makes (ControlPlane.audit). kube-apiserver
- * reads its webhook kubeconfig once, at start: the receiver's port and serving CA are fixed now.
+ * with a client certificate from an audit CA the fixture makes (ControlPlane.audit), configured with
+ * the files we ship (apiservice/audit/): the policy, and the webhook kubeconfig template filled in.
+ * kube-apiserver reads its webhook kubeconfig once, at start: the receiver's port and serving CA
+ * are fixed now.
  */
 export interface AuditWebhook {
   port: number;
@@ -185,6 +187,7 @@ export interface AuditWebhook {
 }
 
 export const SHIPPED_AUDIT_POLICY = join(REPO_ROOT, 'apiservice/audit/policy.yaml');
+export const SHIPPED_WEBHOOK_KUBECONFIG = join(REPO_ROOT, 'apiservice/audit/webhook-kubeconfig.yaml');
 
 export async function startControlPlane(opts: { binDir?: string; audit?: AuditWebhook } = {}): Promise<ControlPlane> {
   const bin = opts.binDir ?? (await buildBinaries('control-plane'));
@@ -252,18 +255,21 @@ export async function startControlPlane(opts: { binDir?: string; audit?: AuditWe
       const auditCA = makeCA('reverser-test-audit-ca');
       const client = issueClientCert(auditCA, 'kube-apiserver-audit');
       const caFile = write('audit-ca.crt', auditCA.certPem);
-      const b64 = (t: string) => Buffer.from(t).toString('base64');
-      const webhookKubeconfig = write('audit-webhook.kubeconfig', [
-        'apiVersion: v1', 'kind: Config',
-        'clusters:', '- name: reverser-apiserver-audit', '  cluster:',
-        `    server: https://127.0.0.1:${a.port}${a.path ?? '/audit-webhook'}`,
-        `    tls-server-name: ${a.serverName}`,
-        `    certificate-authority-data: ${b64(a.serverCAPem)}`,
-        'users:', '- name: kube-apiserver-audit', '  user:',
-        `    client-certificate-data: ${b64(client.certPem)}`, `    client-key-data: ${b64(client.keyPem)}`,
-        'contexts:', '- name: reverser-apiserver-audit', '  context: {cluster: reverser-apiserver-audit, user: kube-apiserver-audit}',
-        'current-context: reverser-apiserver-audit', '',
-      ].join('\n'), 0o600);
+      // The shipped template (apiservice/audit/webhook-kubeconfig.yaml), filled in as docs/attribution.md
+      // tells an operator to: the address, the certificate name, the files beside it.
+      const dirOf = '/etc/kubernetes/reverser-audit/';
+      write('audit-server-ca.crt', a.serverCAPem);
+      write('audit-client.crt', client.certPem);
+      write('audit-client.key', client.keyPem, 0o600);
+      const template = readFileSync(SHIPPED_WEBHOOK_KUBECONFIG, 'utf8');
+      const filled = template
+        .replace('https://AUDIT_SERVICE_CLUSTER_IP:9444/audit-webhook', `https://127.0.0.1:${a.port}${a.path ?? '/audit-webhook'}`)
+        .replace('tls-server-name: reverser-apiserver.reverser-system.svc', `tls-server-name: ${a.serverName}`)
+        .replace(`${dirOf}ca.crt`, join(pki, 'audit-server-ca.crt'))
+        .replace(`${dirOf}client.crt`, join(pki, 'audit-client.crt'))
+        .replace(`${dirOf}client.key`, join(pki, 'audit-client.key'));
+      if (filled.includes(dirOf) || filled.includes('AUDIT_SERVICE_CLUSTER_IP')) throw new Error(`${SHIPPED_WEBHOOK_KUBECONFIG} has placeholders the fixture does not fill:\n${filled}`);
+      const webhookKubeconfig = write('audit-webhook.kubeconfig', filled, 0o600);
       audit = { ca: auditCA, caFile, webhookKubeconfig };
       auditFlags.push(
         `--audit-policy-file=${a.policyFile ?? SHIPPED_AUDIT_POLICY}`,
