@@ -5,6 +5,7 @@
 // kube-apiserver; our server mirrors them into a real `git http-backend` remote and each commit is
 // authored by the person who made the edit, committed by the server identity.
 //
+// A GitTarget reading another audit route gets none of the hosting cluster's facts.
 // kube-apiserver reaches our listener through a TCP relay (relay.ts), so a test can cut the posts
 // (unresolved author, AuditAttribution False), restart our server, or hand the posts to another
 // replica without restarting kube-apiserver (it reads its webhook kubeconfig once).
@@ -30,6 +31,8 @@ const NO_FACTS_GRACE_S = 5;
 const WORK = 'work';
 const DESK = 'desk';
 const GT_NS = 'gitops';
+/** Source of the GitTarget that reads another audit route. */
+const OTHER = 'other';
 
 let cp: ControlPlane;
 let relay: Relay;
@@ -81,11 +84,12 @@ async function changedFiles(repo: string, rev = 'main'): Promise<string> {
   return git(join(remote.root, `${repo}.git`), 'show', '--format=', '--name-status', rev);
 }
 
-const gitTarget = (name: string, sourceNamespace: string, commit: Record<string, unknown>) => JSON.stringify({
+const gitTarget = (name: string, sourceNamespace: string, commit: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({
   apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', metadata: { name, namespace: GT_NS },
   spec: {
     repository: { url: remote.url(name) }, branch: 'main', path: 'live', commit,
     resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: [sourceNamespace] }],
+    ...extra,
   },
 });
 
@@ -127,7 +131,7 @@ function userKubeconfig(name: string, impersonate?: { as: string; extra: Record<
 before(async () => {
   redis = await startRedis();
   remote = await startGitServer({ anonymous: true });
-  for (const r of ['people', 'requests', 'replicas']) remote.createBareRepo(r);
+  for (const r of ['people', 'requests', 'replicas', 'staging']) remote.createBareRepo(r);
   // Our serving certificate exists before kube-apiserver starts: the webhook kubeconfig trusts its CA.
   tlsRoot = mkdtempSync(join(tmpdir(), 'reverser-attribution-tls-'));
   const tls = await generateServingTLS(join(tlsRoot, 'tls'));
@@ -268,6 +272,22 @@ describe('audit posts blocked', { concurrency: false }, () => {
     assert.equal(after[7], `alice <alice@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/a`);
     assert.equal((await git(join(remote.root, 'people.git'), 'rev-parse', 'main~1')).trim(), head, 'the unresolved commit is kept as pushed');
     await until('AuditAttribution True again', async () => (await condition('people', 'AuditAttribution'))?.status === 'True', 60_000, 250);
+  });
+});
+
+describe('audit routes', { concurrency: false }, () => {
+  test('facts are per route: a GitTarget reading another route gets none of the hosting cluster\'s facts', { timeout: 120_000 }, async () => {
+    ok(await admin.run(['create', 'namespace', OTHER]));
+    ok(await admin.run(['-n', OTHER, 'create', 'rolebinding', 'alice-edit', '--clusterrole=edit', '--user=alice']));
+    ok(await admin.run(['-n', OTHER, 'create', 'configmap', 'o', '--from-literal=key=o-0']));
+    ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('staging', OTHER, { idleSeconds: 1 }, { attribution: { auditRoute: 'staging' } }) }));
+    ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'gittarget/staging', '--timeout=90s'], { timeoutMs: 100_000 }));
+    await commits('staging', 1);
+    const alice = kubectl(userKubeconfig('alice'));
+    ok(await alice.run(['-n', OTHER, 'patch', 'configmap', 'o', '-p', '{"data":{"key":"o-alice"}}']));
+    assert.equal((await commits('staging', 2))[1], `${UNRESOLVED}|${COMMITTER}|Update configmaps ${OTHER}/o`);
+    await until('AuditAttribution False on route staging', async () => (await condition('staging', 'AuditAttribution'))?.status === 'False', 60_000, 250);
+    assert.match((await condition('staging', 'AuditAttribution'))!.message, /no audit fact arrived on route "staging"/);
   });
 });
 
