@@ -32,6 +32,8 @@ function loadRecords(dir) {
     try {
       const r = JSON.parse(readFileSync(join(dir, f), 'utf8'));
       if (r.schema !== 1 || !r.bench || !r.scenario || !Array.isArray(r.summary)) throw new Error('not a bench record (schema 1)');
+      // Smoke runs check that a bench works; their figures are not results.
+      if (r.params?.mode === 'smoke') throw new Error('a smoke run');
       out.push({ ...r, file: f });
     } catch (e) {
       process.stderr.write(`bench:report: skipping ${f}: ${e.message}\n`);
@@ -67,14 +69,19 @@ const result = (row) => (row.met === undefined || row.met === null ? '—' : row
 const esc = (s) => String(s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const load = (l) => (Array.isArray(l) ? num(l[0], 2) : '?');
 
-function source(r) {
+function machine(r) {
   const m = r.machine ?? {};
-  const commit = r.commit ? `${r.commit.slice(0, 7)}${r.dirty ? ' + uncommitted changes' : ''}` : 'no commit';
   const pin = r.pinning ? `; pinned: ${Object.entries(r.pinning).map(([k, v]) => `${k} ${v}`).join(', ')}` : '';
   const tools = [`node ${m.node ?? '?'}`, m.redis ? `redis ${m.redis}` : '', m.git ? `git ${m.git}` : ''].filter(Boolean).join(', ');
+  return `${m.cores ?? '?'} × ${m.cpuModel ?? '?'}, ${tools}${pin}`;
+}
+
+function source(r, withMachine) {
+  const m = r.machine ?? {};
+  const commit = r.commit ? `${r.commit.slice(0, 7)}${r.dirty ? ' + uncommitted changes' : ''}` : 'no commit';
   return (
     `\`${r.scenario}\`: ${r.date.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, commit ${commit}, ` +
-    `${m.cores ?? '?'} × ${m.cpuModel ?? '?'}, ${tools}, load average ${load(m.loadAverageStart)} → ${load(m.loadAverageEnd)}${pin} ` +
+    `${withMachine ? `${machine(r)}, ` : ''}load average ${load(m.loadAverageStart)} → ${load(m.loadAverageEnd)} ` +
     `([${r.file}](../bench/results/${r.file}))`
   );
 }
@@ -103,8 +110,10 @@ export function renderBench(records, bench) {
   lines.push(missed.length ? `Missed in these runs: ${missed.map(esc).join('; ')}.` : 'No target missed in these runs.');
   lines.push('Figures are medians, with (min–max) over the repetitions where there were several.');
   lines.push('');
-  lines.push('Runs:');
-  for (const r of recs) lines.push(`- ${source(r)}`);
+  const machines = new Set(recs.map(machine));
+  if (machines.size === 1) lines.push(`Runs (${[...machines][0]}):`);
+  else lines.push('Runs:');
+  for (const r of recs) lines.push(`- ${source(r, machines.size > 1)}`);
   const notes = recs.flatMap((r) => (r.notes ?? []).map((n) => `- \`${r.scenario}\`: ${n}`));
   if (notes.length) {
     lines.push('');

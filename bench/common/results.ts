@@ -141,10 +141,18 @@ export function machineFacts(): MachineFacts {
   };
 }
 
+let processGitFacts: { commit: string | null; dirty: boolean | null } | undefined;
+/**
+ * The commit and dirtiness of the work tree when this process first asked: what the running code
+ * was built from, even if the tree is edited while a long bench runs.
+ */
 export function gitFacts(): { commit: string | null; dirty: boolean | null } {
-  const commit = tryRun('git', ['rev-parse', 'HEAD']);
-  const status = tryRun('git', ['status', '--porcelain', '--', '.', ':(exclude)bench/results']);
-  return { commit, dirty: status === null ? null : status.length > 0 };
+  if (!processGitFacts) {
+    const commit = tryRun('git', ['rev-parse', 'HEAD']);
+    const status = tryRun('git', ['status', '--porcelain', '--', '.', ':(exclude)bench/results']);
+    processGitFacts = { commit, dirty: status === null ? null : status.length > 0 };
+  }
+  return processGitFacts;
 }
 
 /** Median and [min, max] of `xs`, as a row's value fields. */

@@ -87,6 +87,7 @@ test('bench:report replaces only the marked region, from the newest record of ea
     write('demo.list--x.json', record({ scenario: 'demo.list', order: -1, date: '2026-11-28T09:00:00.000Z', pinning: { server: 'cpu 0' }, notes: ['loaded'], summary: [{ metric: 'LIST', unit: 'ms', value: 78.84, baseline: 108.3, ratio: 0.728, target: '≤ 3× floor', met: false }] }));
     write('other.x--y.json', record({ bench: 'other', scenario: 'other.x', date: '2026-11-30T11:00:00.000Z', summary: [{ metric: 'other', unit: 'ms', value: 1 }] }));
     writeFileSync(join(dir, 'broken.json'), '{');
+    write('demo.get--smoke.json', record({ scenario: 'demo.get', date: '2026-12-01T10:00:00.000Z', params: { mode: 'smoke' }, summary: [{ metric: 'GET smoke', unit: 'req/s', value: 1 }] }));
     const doc = join(dir, 'doc.md');
     const before = 'intro prose\n<!-- bench:report demo BEGIN -->\nstale table\n<!-- bench:report demo END -->\nmiddle\n<!-- bench:report none BEGIN -->\n<!-- bench:report none END -->\nend prose\n';
     writeFileSync(doc, before);
@@ -96,6 +97,7 @@ test('bench:report replaces only the marked region, from the newest record of ea
     const r = spawnSync(process.execPath, [REPORT, '--results', dir, '--doc', doc], { encoding: 'utf8', timeout: 20_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /skipping broken\.json/);
+    assert.match(r.stderr, /skipping demo\.get--smoke\.json: a smoke run/);
     assert.equal(
       readFileSync(doc, 'utf8'),
       [
@@ -111,7 +113,7 @@ test('bench:report replaces only the marked region, from the newest record of ea
         'Figures are medians, with (min–max) over the repetitions where there were several.',
         '',
         'Runs:',
-        '- `demo.list`: 2026-11-28 09:00:00 UTC, commit abcdef0, 2 × Test CPU, node v20.0.0, redis 7.0.15, load average 0.50 → 1.25; pinned: server cpu 0 ([demo.list--x.json](../bench/results/demo.list--x.json))',
+        '- `demo.list`: 2026-11-28 09:00:00 UTC, commit abcdef0, 2 × Test CPU, node v20.0.0, redis 7.0.15; pinned: server cpu 0, load average 0.50 → 1.25 ([demo.list--x.json](../bench/results/demo.list--x.json))',
         '- `demo.get`: 2026-11-30 10:00:00 UTC, commit abcdef0 + uncommitted changes, 2 × Test CPU, node v20.0.0, redis 7.0.15, load average 0.50 → 1.25 ([demo.get--new.json](../bench/results/demo.get--new.json))',
         '',
         'Notes recorded by the runs:',
