@@ -13,10 +13,13 @@
 // batch stores the same facts again, which changes nothing); 404 for other paths (routes are not
 // checked against GitTargets: kube-apiserver does not retry a 404, so an early post would be lost);
 // 405 for other methods. Connections get the main listener's guards (handshake timeout, idle close,
-// HTTP/2 stream cap) plus a cap on open connections.
+// HTTP/2 stream cap) plus a cap on open connections. The CA file is re-read when it changes.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { watchFileContent } from '../auth/filewatch.js';
 import * as status from '../api/status.js';
 import { isDNS1123Subdomain } from '../api/object-meta.js';
 import { decodeJSON } from '../apiserver/decode.js';
@@ -33,8 +36,13 @@ import { AUDIT_MAX_CONNECTIONS, AUDIT_PATH, DEFAULT_AUDIT_MAX_REQUEST_BYTES } fr
 export { AUDIT_MAX_CONNECTIONS, AUDIT_PATH, DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from './limits.js';
 
 export interface AuditListenerConfig {
-  /** The main server's serving certificate and key, and the CA bundle client certificates must chain to. */
-  tls: { certPem: string; keyPem: string; clientCAPem: string };
+  /**
+   * The main server's serving certificate and key, and the file of the CA bundle client
+   * certificates must chain to (re-read when it changes: new handshakes use the new bundle).
+   */
+  tls: { certPem: string; keyPem: string; clientCAFile: string };
+  /** How often the CA file is checked for changes (default 2000 ms). */
+  caPollMs?: number;
   facts: AttributionFacts;
   log: Logger;
   metrics: AuditMetrics;
@@ -57,8 +65,17 @@ export function routeOf(path: string): string | undefined {
   return isDNS1123Subdomain(seg) ? seg : undefined;
 }
 
+/** The CA bundle's text when it holds at least one readable certificate; throws otherwise. */
+function caBundle(text: string): string {
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no "-----BEGIN CERTIFICATE-----" block');
+  new X509Certificate(text);
+  return text;
+}
+
 export async function startAuditListener(cfg: AuditListenerConfig, port: number, host: string): Promise<AuditListener> {
   const { log, metrics, facts } = cfg;
+  const caFile = cfg.tls.clientCAFile;
+  let clientCAPem = caBundle(readFileSync(caFile, 'utf8'));
   const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_AUDIT_MAX_REQUEST_BYTES;
   for (const o of EVENT_OUTCOMES) metrics.events.inc({ outcome: o }, 0);
   const app = fastify({
@@ -69,7 +86,7 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
       allowHTTP1: true,
       cert: cfg.tls.certPem,
       key: cfg.tls.keyPem,
-      ca: cfg.tls.clientCAPem,
+      ca: clientCAPem,
       // mTLS required: a client without a certificate chaining to the audit CA fails the handshake.
       requestCert: true,
       rejectUnauthorized: true,
@@ -88,6 +105,30 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
   const server = app.server as unknown as Http2SecureServer;
   guardConnections(server, cfg.connections, log);
   (server as unknown as { maxConnections: number }).maxConnections = cfg.maxConnections ?? AUDIT_MAX_CONNECTIONS;
+
+  // CA rotation without a restart: new handshakes verify against the new bundle; an unusable file
+  // keeps the previous one (and says so).
+  const stopWatching = watchFileContent(
+    caFile,
+    cfg.caPollMs ?? 2000,
+    (text) => {
+      try {
+        const next = caBundle(text);
+        if (next === clientCAPem) return;
+        clientCAPem = next;
+        (server as unknown as { setSecureContext(o: object): void }).setSecureContext({
+          cert: cfg.tls.certPem,
+          key: cfg.tls.keyPem,
+          ca: clientCAPem,
+          minVersion: 'TLSv1.2',
+        });
+        log.info(`audit listener: reloaded --audit-client-ca-file ${caFile}`);
+      } catch (e) {
+        log.error(`audit listener: --audit-client-ca-file ${caFile} changed but is unusable, keeping the previous CA: ${(e as Error).message}`);
+      }
+    },
+    (e) => log.error(`audit listener: re-reading --audit-client-ca-file ${caFile}: ${e.message}`),
+  );
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxRequestBytes }, (_req, body, done) => done(null, body));
@@ -170,6 +211,7 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
   return {
     port: bound,
     async close() {
+      stopWatching();
       await app.close();
     },
   };

@@ -136,7 +136,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const { startAuditListener, AUDIT_PATH } = await import('../attribution/endpoint.js');
     const listener = await startAuditListener(
       {
-        tls: { certPem, keyPem, clientCAPem: readFileSync(opts.audit.clientCAFile, 'utf8') },
+        tls: { certPem, keyPem, clientCAFile: opts.audit.clientCAFile },
         facts,
         log,
         metrics: auditMetrics,

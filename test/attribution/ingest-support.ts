@@ -20,6 +20,8 @@ export interface AuditPKI {
   client: KeyPair;
   /** A client certificate from another CA. */
   stranger: KeyPair;
+  caPem: string;
+  otherCaPem: string;
 }
 
 let pki: AuditPKI | undefined;
@@ -32,7 +34,14 @@ export function auditPKI(): AuditPKI {
   const other = makeCA('other-ca');
   const caFile = join(dir, 'audit-ca.crt');
   writeFileSync(caFile, ca.certPem);
-  pki = { dir, caFile, client: issueClientCert(ca, 'kube-apiserver-audit'), stranger: issueClientCert(other, 'kube-apiserver-audit') };
+  pki = {
+    dir,
+    caFile,
+    client: issueClientCert(ca, 'kube-apiserver-audit'),
+    stranger: issueClientCert(other, 'kube-apiserver-audit'),
+    caPem: ca.certPem,
+    otherCaPem: other.certPem,
+  };
   return pki;
 }
 

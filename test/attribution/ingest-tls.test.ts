@@ -3,8 +3,10 @@
 // Also: --audit-port=0 and the flag checks at start-up (exit 2 naming the flag).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { until } from '../support/deadline.js';
 import { auditEvent, auditPKI, eventList, metric, postTo, startAuditServer } from './ingest-support.js';
 import { serveUntilExit } from '../security/serve-process.js';
 import { startServer } from '../support/server.js';
@@ -33,6 +35,29 @@ test('only a client certificate from the audit CA gets a request through', async
   // The main port is unchanged: the audit CA means nothing there.
   const main = await srv.request('GET', '/apis', { anonymous: true });
   assert.equal(main.status, 401);
+});
+
+test('a changed --audit-client-ca-file applies to new handshakes; an unusable one keeps the previous CA', async (t) => {
+  const pki = auditPKI();
+  const caFile = join(mkdtempSync(join(tmpdir(), 'audit-ca-')), 'ca.crt');
+  t.after(() => rmSync(dirname(caFile), { recursive: true, force: true }));
+  writeFileSync(caFile, pki.caPem);
+  const srv = await startAuditServer(t, [`--audit-client-ca-file=${caFile}`]);
+  const list = eventList([]);
+  await assert.rejects(srv.post('/audit-webhook', list, { cert: pki.stranger }), TLS_REFUSAL);
+  // Rotation: the bundle gains the other CA.
+  writeFileSync(caFile, pki.caPem + pki.otherCaPem);
+  await until(
+    async () => (await srv.post('/audit-webhook', list, { cert: pki.stranger }).catch(() => ({ status: 0 }))).status === 200,
+    'a certificate of the added CA to be accepted',
+    20_000,
+    250,
+  );
+  // A broken file is refused, the bundle stays.
+  writeFileSync(caFile, 'not a certificate');
+  await until(() => /changed but is unusable, keeping the previous CA/.test(srv.stderr()), 'the unusable CA file to be reported', 20_000, 250);
+  assert.equal((await srv.post('/audit-webhook', list, { cert: pki.stranger })).status, 200);
+  assert.equal((await srv.post('/audit-webhook', list)).status, 200);
 });
 
 test('--audit-port=0 picks a free port and prints it', async (t) => {
