@@ -175,7 +175,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
     // Per-edit attribution: default-source GitTargets join on the hosting route when this server takes audit posts.
     const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, attribution }, opts.controllers);
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, attribution, registries: server.registries, requestMetrics: metrics }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

@@ -119,6 +119,7 @@ test('alice and bob edit, carol deletes: one commit each, in order, authored by 
   assert.ok(Date.now() - edited >= NO_FACTS_GRACE_S * 1000);
   const f = await auditCondition('default');
   assert.equal(f?.reason, 'NoFactsReceived');
+  assert.ok(server.stderr().includes(`no audit facts arrive for a GitTarget's route","gitTarget":"default/live","route":"hosting"`), server.stderr().slice(-2000));
   assert.equal(await metric(server, 'reverser_commits_total', { author_kind: 'unresolved' }), 1);
   // Posts resume: True again.
   const two2 = await as('bob', ['patch', 'configmap', 'two', '-n', 'default', '-p', '{"data":{"key":"bob-2"}}']);

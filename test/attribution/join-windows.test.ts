@@ -234,19 +234,21 @@ test('AuditAttribution: Unknown before any fact, False after the no-facts grace 
   const tr = await waitFor('True', async () => ((await cond('tenants'))?.status === 'True' ? cond('tenants') : undefined), 10_000);
   assert.equal(tr?.reason, 'FactsArriving');
 
+  // As the registry stores GitTargets (with the schema's defaults): the controllers' status writes go through it.
+  const DEFAULTS = { commit: { idleSeconds: 0, maxAgeSeconds: 600, mode: 'Auto' }, prune: { mode: 'OnEvent' }, includeClusterNoise: false, suspend: false };
   // A kubeconfig-Secret source without spec.attribution.auditRoute: no route, no condition, unattributed windows.
   await h.store.create(GT, { cluster: '_', namespace: 'team-a', name: 'remote-src' }, {
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
     metadata: { name: 'remote-src', namespace: 'team-a', uid: 'uid-remote-src', generation: 1 },
-    spec: { repository: { url: remote.url('config') }, branch: 'other', path: 'x', source: { kubeConfig: { secretRef: { name: 'kc' } } }, commit: { idleSeconds: 0 } },
+    spec: { repository: { url: remote.url('config') }, branch: 'other', path: 'x', source: { kubeConfig: { secretRef: { name: 'kc' } } }, ...DEFAULTS },
   });
   // ... and one naming its route: facts of that route only.
   await h.store.create(GT, { cluster: '_', namespace: 'team-a', name: 'routed' }, {
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
     metadata: { name: 'routed', namespace: 'team-a', uid: 'uid-routed', generation: 1 },
-    spec: { repository: { url: remote.url('config') }, branch: 'other', path: 'y', source: { kubeConfig: { secretRef: { name: 'kc' } } }, attribution: { auditRoute: 'tenant-b' }, commit: { idleSeconds: 0 } },
+    spec: { repository: { url: remote.url('config') }, branch: 'other', path: 'y', source: { kubeConfig: { secretRef: { name: 'kc' } } }, attribution: { auditRoute: 'tenant-b' }, ...DEFAULTS },
   });
   await waitFor('routed Unknown', async () => (await cond('routed'))?.reason === 'NoFactsYet');
   await facts.put([fact({ route: 'tenant-b', user: 'dave', uid: 'uid-q', resourceVersion: '1', name: 'q' })]);

@@ -85,7 +85,9 @@ export async function createGitTarget(store: Store, name: string, url: string, c
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
     metadata: { name, namespace, uid, generation: 1, creationTimestamp: new Date().toISOString() },
-    spec: { repository: { url, secretRef: { name: 'git-creds' } }, branch: 'main', path: 'clusters/dev', commit: { idleSeconds: 1, maxAgeSeconds: 600, mode: 'Auto', ...commit } },
+    // With the schema's defaults, as the registry stores every GitTarget: the controllers' status
+    // writes go through the registry, which would otherwise default (change) the spec.
+    spec: { repository: { url, secretRef: { name: 'git-creds' } }, branch: 'main', path: 'clusters/dev', commit: { idleSeconds: 1, maxAgeSeconds: 600, mode: 'Auto', ...commit }, prune: { mode: 'OnEvent' }, includeClusterNoise: false, suspend: false },
     ...(ready ? { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: new Date().toISOString() }] } } : {}),
   };
   const stored = await store.create(GT, { cluster: '_', namespace, name }, obj);
@@ -107,7 +109,7 @@ export async function createCommitRequest(
       apiVersion: 'configbutler.ai/v1alpha1',
       kind: 'CommitRequest',
       metadata: { name, namespace, uid: randomUUID(), generation: 1, creationTimestamp: new Date().toISOString() },
-      spec: { targetRef: { name: target }, ...spec },
+      spec: { targetRef: { name: target }, closeDelaySeconds: 0, ttlSecondsAfterFinished: 3600, ...spec }, // the schema's defaults, as the registry stores it
       status: { submitter },
     },
   );

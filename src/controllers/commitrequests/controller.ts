@@ -14,6 +14,7 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, WorkQueue, clusterOf, keyOf, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { getCondition, setCondition, updateStatus, type Condition } from '../status.js';
+import { SystemClient } from '../client.js';
 import { mayClaim, openWindow } from '../windows/policy.js';
 import { unchanged, WINDOWS_RESOURCE, type RequestOutcome, type WindowRecords } from '../windows/record.js';
 import type { TargetKey } from '../windows/types.js';
@@ -27,6 +28,8 @@ const DEFAULT_TTL_SECONDS = 3600;
 
 export interface CommitRequestControllerDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   records: WindowRecords;
   gitTargets: Informer;
   log: Logger;
@@ -222,7 +225,7 @@ export class CommitRequestController {
   /** Returns false when the request is gone or already finished (someone else wrote the outcome). */
   private async writeStatus(cr: KubeObject, conds: Condition[], extra?: (s: Record<string, unknown>) => void): Promise<boolean> {
     let wrote = false;
-    await updateStatus(this.deps.store, COMMITREQUESTS, crKey(cr), cr.metadata.uid, (status, obj) => {
+    await updateStatus(this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store)), COMMITREQUESTS, crKey(cr), cr.metadata.uid, (status, obj) => {
       if (isFinished(obj)) return false;
       let changed = false;
       for (const c of conds) changed = setCondition(status, c, obj.metadata.generation) || changed;

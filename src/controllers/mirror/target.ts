@@ -267,7 +267,12 @@ export class TargetMirror {
       writes.sort((a, b) => (a.op === 'write' && b.op === 'write' ? identityKeyOf(a.object).localeCompare(identityKeyOf(b.object)) : 0));
       let deletes: ObjectRef[] | undefined;
       if (this.d.spec.prune === 'Always' && this.d.folderListing) {
-        const inFolder = await this.d.folderListing(this.d.key);
+        // Files in the folder the source no longer (or never) holds: gone under Always. Only from
+        // a complete listing: one that failed removes nothing, and the snapshot goes ahead.
+        const inFolder = await this.d.folderListing(this.d.key).catch((e: Error) => {
+          this.d.log.warn('folder not listed; the snapshot removes nothing', { target: `${this.d.key.namespace}/${this.d.key.name}`, error: e?.message ?? String(e) });
+          return undefined;
+        });
         if (inFolder) deletes = inFolder.filter((r) => !seen.has(identityKeyOf({ apiVersion: r.apiVersion, kind: r.kind, metadata: { namespace: r.namespace, name: r.name } })));
       }
       // The id names this listing of this source: two sources with equal resourceVersions (two

@@ -3,13 +3,17 @@
 // visible. Whichever replica holds the GitTarget's lease runs these; the facts and the record are
 // in the Store, so any replica reaches the same answer.
 import { attributionOf, DEFAULT_NO_FACTS_GRACE_MS, queryOf, UNRESOLVED, type Attribution, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
-import type { Condition } from '../status.js';
+import type { Logger } from '../../metrics/logger.js';
+import type { KubeObject } from '../../storage/types.js';
+import { getCondition, setCondition, type Condition } from '../status.js';
 import type { CommitPolicy } from './policy.js';
 import { unchanged, type WindowRecord, type WindowRecords } from './record.js';
 import { drainStaging, toLookUp } from './staging.js';
 import type { TargetKey } from './types.js';
 
 export const AUDIT_ATTRIBUTION = 'AuditAttribution';
+/** A True AuditAttribution's message (fact count, last time) is refreshed at most this often. */
+const AUDIT_MESSAGE_REFRESH_MS = 30_000;
 /** While changes wait, facts posted to another replica are noticed within this (a local post wakes the drain at once). */
 export const STAGING_POLL_MS = 500;
 
@@ -81,6 +85,56 @@ export async function auditCondition(
     return { condition: { type: AUDIT_ATTRIBUTION, status: 'True', reason: 'FactsArriving', message: `${stats.count} audit facts on route "${route}" within their retention, ${last}` }, recheckAt };
   }
   return { condition: { type: AUDIT_ATTRIBUTION, status: 'Unknown', reason: 'NoFactsYet', message: `no audit fact received on route "${route}" yet` }, recheckAt };
+}
+
+type StatusEdit = (fn: (status: Record<string, unknown>, obj: KubeObject) => boolean) => Promise<void>;
+
+/**
+ * Writes a GitTarget's AuditAttribution (absent without a route). A transition is written at
+ * once; a True condition's message (count, last fact) at most every AUDIT_MESSAGE_REFRESH_MS, so
+ * facts arriving do not rewrite the GitTarget each time.
+ */
+export class AuditConditionWriter {
+  private readonly writtenAt = new Map<string, number>();
+
+  constructor(
+    private readonly records: WindowRecords,
+    private readonly cfg: AttributionConfig | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  /** Returns when to evaluate again (ms since epoch), or undefined. */
+  async write(key: string, gt: KubeObject, target: TargetKey, route: string | undefined, edit: StatusEdit): Promise<number | undefined> {
+    const current = getCondition(gt, AUDIT_ATTRIBUTION);
+    if (!route || !this.cfg) {
+      if (current) {
+        await edit((status) => {
+          const conds = (status.conditions as Condition[] | undefined) ?? [];
+          if (!conds.some((c) => c.type === AUDIT_ATTRIBUTION)) return false;
+          status.conditions = conds.filter((c) => c.type !== AUDIT_ATTRIBUTION);
+          return true;
+        });
+      }
+      return undefined;
+    }
+    const now = Date.now();
+    const { condition, recheckAt } = await auditCondition(this.records, this.cfg, target, route, await this.records.get(target), now);
+    const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
+    const last = this.writtenAt.get(key) ?? 0;
+    if (transition || (now - last >= AUDIT_MESSAGE_REFRESH_MS && current?.message !== condition.message)) {
+      this.writtenAt.set(key, now);
+      // Loud once per transition: a route nobody posts to loses every author until it is fixed.
+      if (transition && condition.status === 'False') this.log.warn("no audit facts arrive for a GitTarget's route", { gitTarget: `${target.namespace}/${target.name}`, route, message: condition.message });
+      await edit((status, obj) => setCondition(status, condition, obj.metadata.generation));
+    } else if (current?.message !== condition.message) {
+      return Math.min(recheckAt ?? Infinity, last + AUDIT_MESSAGE_REFRESH_MS);
+    }
+    return recheckAt;
+  }
+
+  forget(key: string): void {
+    this.writtenAt.delete(key);
+  }
 }
 
 function iso(ms: number): string {

@@ -13,8 +13,9 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
-import { getCondition, setCondition, updateStatus, type Condition } from '../status.js';
-import { AUDIT_ATTRIBUTION, STAGING_POLL_MS, auditCondition, drainTarget } from './attribution.js';
+import { setCondition, updateStatus } from '../status.js';
+import { SystemClient } from '../client.js';
+import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
 import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
@@ -24,13 +25,13 @@ import type { TargetKey, WindowOutcome } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
 const PENDING_STATUS_INTERVAL_MS = 1_000;
-/** A True AuditAttribution's message (fact count, last time) is refreshed at most this often. */
-const AUDIT_MESSAGE_REFRESH_MS = 30_000;
 /** How often a replica that does not hold a target's lease tries to take it. */
 export const LEASE_RETRY_MS = 2_000;
 
 export interface WindowsControllerDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   engine: CommitEngine;
   keeper: LeaseKeeper;
   committer: { name: string; email: string };
@@ -53,11 +54,12 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
-  private readonly auditWrittenAt = new Map<string, number>();
+  private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.records = new WindowRecords(deps.store);
+    this.audit = new AuditConditionWriter(this.records, deps.attribution, deps.log);
     this.sink = new StoreWindowSink(
       this.records,
       (t) => {
@@ -104,7 +106,7 @@ export class WindowsController {
     if ((gt.spec as { suspend?: boolean } | undefined)?.suspend) return;
     const route = this.routeOf(gt);
     const result = await this.work(key, gt, target, route);
-    const recheckAt = await this.writeAuditCondition(key, gt, target, route);
+    const recheckAt = await this.audit.write(key, gt, target, route, (fn) => this.patchConditions(gt, fn));
     if (recheckAt === undefined) return result;
     const after = Math.max(0, recheckAt - Date.now());
     return result?.requeueAfterMs !== undefined && result.requeueAfterMs <= after ? result : { requeueAfterMs: after };
@@ -181,26 +183,37 @@ export class WindowsController {
         } else wake = Math.min(wake, last + PENDING_STATUS_INTERVAL_MS);
         return { requeueAfterMs: Math.max(0, wake - now) };
       }
-      await this.records.mutate(target, (r) => {
+      // Closing counts the first attempt in the same write: one durable write less between the
+      // idle timer and the push (a single edit's latency).
+      const closed = await this.records.mutate(target, (r) => {
         const w = r.windows[0];
         if (!w || w.seq !== first.seq || w.closing) return unchanged(undefined);
-        w.closing = { reason: due.reason, at: now, attempts: 0 };
-        return undefined;
+        w.closing = { reason: due.reason, at: now, attempts: 1 };
+        return structuredClone(w);
       });
+      if (closed) {
+        await this.commitFirst(gt, target, lease.check, closed);
+        this.queue.add(key);
+        return;
+      }
     }
     await this.commitFirst(gt, target, lease.check);
     // More windows may be due: look again right away.
     this.queue.add(key);
   }
 
-  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>): Promise<void> {
+  /** Commits the first window; `counted` is that window when closing it already counted this attempt. */
+  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>, counted?: Window): Promise<void> {
+    const started = performance.now();
     // Count the attempt durably before touching Git, so a retry after a crash knows a push may have happened.
-    const w = await this.records.mutate(target, (r) => {
-      const x = r.windows[0];
-      if (!x?.closing) return unchanged(undefined);
-      x.closing.attempts++;
-      return structuredClone(x);
-    });
+    const w =
+      counted ??
+      (await this.records.mutate(target, (r) => {
+        const x = r.windows[0];
+        if (!x?.closing) return unchanged(undefined);
+        x.closing.attempts++;
+        return structuredClone(x);
+      }));
     if (!w) return;
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
     const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
@@ -256,6 +269,9 @@ export class WindowsController {
       reason: w.closing!.reason,
       commitRequest: w.request?.name,
       authorKind,
+      // Where the time went: the whole commit as the controller saw it, and the engine's phases.
+      ms: Math.round(performance.now() - started),
+      ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
     });
     const rec = await this.records.get(target);
     await this.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
@@ -296,6 +312,8 @@ export class WindowsController {
    * fail in the CommitRequest controller, which finds the GitTarget gone.
    */
   private async targetGone(key: string): Promise<void> {
+    this.audit.forget(key);
+    this.pendingWrittenAt.delete(key);
     const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
@@ -309,39 +327,13 @@ export class WindowsController {
     await this.deps.keeper.release(targetLeaseName(target), 'windows');
   }
 
-  /**
-   * Writes AuditAttribution (absent without a route). A transition is written at once; a True
-   * condition's message (count, last fact) at most every AUDIT_MESSAGE_REFRESH_MS, so facts
-   * arriving do not rewrite the GitTarget each time. Returns when to evaluate again.
-   */
-  private async writeAuditCondition(key: string, gt: KubeObject, target: TargetKey, route: string | undefined): Promise<number | undefined> {
-    const current = getCondition(gt, AUDIT_ATTRIBUTION);
-    if (!route || !this.deps.attribution) {
-      if (current) await this.patchConditions(gt, (status) => {
-        const conds = (status.conditions as Condition[] | undefined) ?? [];
-        if (!conds.some((c) => c.type === AUDIT_ATTRIBUTION)) return false;
-        status.conditions = conds.filter((c) => c.type !== AUDIT_ATTRIBUTION);
-        return true;
-      });
-      return undefined;
-    }
-    const rec = await this.records.get(target);
-    const { condition, recheckAt } = await auditCondition(this.records, this.deps.attribution, target, route, rec, Date.now());
-    const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
-    const refreshDue = Date.now() - (this.auditWrittenAt.get(key) ?? 0) >= AUDIT_MESSAGE_REFRESH_MS;
-    if (transition || (refreshDue && current?.message !== condition.message)) {
-      this.auditWrittenAt.set(key, Date.now());
-      await this.patchConditions(gt, (status, obj) => setCondition(status, condition, obj.metadata.generation));
-    } else if (current?.message !== condition.message) {
-      const refreshAt = (this.auditWrittenAt.get(key) ?? 0) + AUDIT_MESSAGE_REFRESH_MS;
-      return Math.min(recheckAt ?? Infinity, refreshAt);
-    }
-    return recheckAt;
+  private statusClient(): SystemClient {
+    return this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store));
   }
 
   private async patchConditions(gt: KubeObject, fn: (status: Record<string, unknown>, obj: KubeObject) => boolean): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, fn);
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, fn);
   }
 
   private async writeTargetStatus(
@@ -349,7 +341,7 @@ export class WindowsController {
     s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
   ): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, (status, obj) => {
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => {
       let changed = false;
       // A GitTarget that never had a pending change gets no status write (absent reads as 0).
       if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
