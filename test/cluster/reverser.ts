@@ -128,14 +128,21 @@ export async function deploy(cp: ControlPlane, opts: DeployOptions = {}): Promis
     const kubeconfig = cp.tokenKubeconfig('reverser-sa', token);
     let replicas = 0;
     let relayed = 0;
+    let starts = 0;
     const start = async (p: ProcessOptions = {}): Promise<Reverser> => {
+      const later = starts++ > 0;
       const dataDir = p.dataDir ?? join(cp.dir, `reverser-data${replicas++ ? `-${replicas}` : ''}`);
       mkdirSync(dataDir, { recursive: true });
       const port = p.port ?? (await freePort());
       // 5. The server, with the flags of apiservice/deployment.yaml that make sense off-cluster.
       // Every process registers the APIService with the port of the first (the Service's).
+      // The APIService's process is ready when kube-apiserver serves our group through it (the
+      // first start's caller waits for more: the APIService registered and Available, OpenAPI).
+      const served = later && port === apiPort
+        ? async () => (await cp.api('GET', '/apis/configbutler.ai/v1alpha1/gittargets?limit=1')).status === 200
+        : undefined;
       return launch({
-        port, dataDir, caPem: tls.caPem, refreshMs, args: [
+        port, dataDir, caPem: tls.caPem, refreshMs, served, args: [
           `--secure-port=${port}`, '--bind-address=127.0.0.1',
           `--tls-cert-file=${join(tls.dir, 'tls.crt')}`, `--tls-private-key-file=${join(tls.dir, 'tls.key')}`,
           `--data-dir=${dataDir}`, `--kubeconfig=${p.kubeAPI ? cp.tokenKubeconfig(`reverser-sa-${++relayed}`, token, p.kubeAPI) : kubeconfig}`, '--authorization-mode=Delegated',
@@ -164,7 +171,12 @@ export async function deploy(cp: ControlPlane, opts: DeployOptions = {}): Promis
 }
 
 /** Starts one server process and waits for its /healthz. */
-async function launch(c: { port: number; dataDir: string; caPem: string; refreshMs: number; args: string[] }): Promise<Reverser> {
+/**
+ * Starts one server process and waits for its /healthz, and, when `served` is given (the process
+ * behind the APIService's port), for kube-apiserver to serve our group through it again: after a
+ * restart the aggregator answers 503 until its availability check has seen the new process.
+ */
+async function launch(c: { port: number; dataDir: string; caPem: string; refreshMs: number; args: string[]; served?: () => Promise<boolean> }): Promise<Reverser> {
   const child: ChildProcess = spawn(process.execPath, [MAIN_JS, 'serve', ...c.args], { stdio: ['ignore', 'pipe', 'pipe'] });
   ownChild(child);
   let stderr = '';
@@ -210,6 +222,12 @@ async function launch(c: { port: number; dataDir: string; caPem: string; refresh
       if (exited) throw new WaitAborted(`our server exited:\n${stderr}`);
       return (await get('/healthz')).status === 200;
     }, 60_000, 250);
+    if (c.served) {
+      await until('kube-apiserver serving configbutler.ai through this process', async () => {
+        if (exited) throw new WaitAborted(`our server exited:\n${stderr}`);
+        return c.served!();
+      }, 90_000, 250);
+    }
   } catch (e) {
     await reverser.stop();
     throw new Error(`${(e as Error).message}\n--- our server's log\n${stderr}`);
