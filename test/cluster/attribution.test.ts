@@ -27,6 +27,11 @@ const COMMITTER = 'Reverser Bot <bot@reverser.test>';
 const UNRESOLVED = 'unknown (attribution unresolved) <attribution-unresolved@configbutler.invalid>';
 const GRACE_S = 3;
 const NO_FACTS_GRACE_S = 5;
+/**
+ * Set while the join settles a deletion on the object's last write fact at once instead of waiting
+ * for delete evidence (reported to audit-join in /work/coord/lead-notes.md); '' when fixed.
+ */
+const REMOVAL_SETTLES_EARLY: string | undefined = 'the join settles a removal on its last writer before the delete fact can arrive (#15 item 3)';
 /** Source namespaces: "work" feeds the Auto GitTarget, "desk" the OnRequest one. */
 const WORK = 'work';
 const DESK = 'desk';
@@ -222,11 +227,16 @@ describe('every edit authored by the person who made it', { concurrency: false }
     assert.equal(await changedFiles('people'), `M\tlive/${WORK}/configmaps/b.yaml\n`);
   });
 
-  test('carol\'s delete is authored carol', { timeout: 120_000 }, async () => {
+  // A deletion looks for delete evidence first; the object's last writer (bob here, whose fact is
+  // known: his commit names him) is only the fallback once the grace has run out.
+  test('carol\'s delete is authored carol, not the object\'s last writer', { timeout: 120_000, todo: REMOVAL_SETTLES_EARLY }, async () => {
+    const bob = kubectl(userKubeconfig('bob'));
+    ok(await bob.run(['-n', WORK, 'patch', 'configmap', 'c', '-p', '{"data":{"key":"c-bob"}}']));
+    assert.equal((await commits('people', 4))[3], `bob <bob@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/c`);
     const carol = kubectl(userKubeconfig('carol'));
     ok(await carol.run(['-n', WORK, 'delete', 'configmap', 'c']));
-    const l = await commits('people', 4);
-    assert.equal(l[3], `carol <carol@noreply.cluster.local>|${COMMITTER}|Delete ConfigMap ${WORK}/c`);
+    const l = await commits('people', 5);
+    assert.equal(l[4], `carol <carol@noreply.cluster.local>|${COMMITTER}|Delete ConfigMap ${WORK}/c`);
     assert.equal(await changedFiles('people'), `D\tlive/${WORK}/configmaps/c.yaml\n`);
   });
 
@@ -234,8 +244,8 @@ describe('every edit authored by the person who made it', { concurrency: false }
     const token = ok(await admin.run(['-n', WORK, 'create', 'token', 'deployer'])).trim();
     const sa = kubectl(cp.tokenKubeconfig('deployer', token));
     ok(await sa.run(['-n', WORK, 'patch', 'configmap', 'd', '-p', '{"data":{"key":"d-sa"}}']));
-    const l = await commits('people', 5);
-    assert.equal(l[4], `system:serviceaccount:${WORK}:deployer <systemserviceaccountworkdeployer@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/d`);
+    const l = await commits('people', 6);
+    assert.equal(l[5], `system:serviceaccount:${WORK}:deployer <systemserviceaccountworkdeployer@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/d`);
   });
 
   test('an impersonated edit is authored by the impersonated user, named by her display-name and email extras', { timeout: 120_000 }, async () => {
@@ -243,8 +253,8 @@ describe('every edit authored by the person who made it', { concurrency: false }
       as: 'dora', extra: { 'configbutler.ai/claims/display-name': ['Dora Explorer'], 'configbutler.ai/claims/email': ['dora@example.com'] },
     }));
     ok(await imp.run(['-n', WORK, 'patch', 'configmap', 'e', '-p', '{"data":{"key":"e-dora"}}']));
-    const l = await commits('people', 6);
-    assert.equal(l[5], `Dora Explorer <dora@example.com>|${COMMITTER}|Update configmaps ${WORK}/e`);
+    const l = await commits('people', 7);
+    assert.equal(l[6], `Dora Explorer <dora@example.com>|${COMMITTER}|Update configmaps ${WORK}/e`);
   });
 });
 
@@ -256,9 +266,9 @@ describe('audit posts blocked', { concurrency: false }, () => {
     const alice = kubectl(userKubeconfig('alice'));
     const t0 = Date.now();
     ok(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-unseen"}}']));
-    const l = await commits('people', 7);
+    const l = await commits('people', 8);
     const took = Date.now() - t0;
-    assert.equal(l[6], `${UNRESOLVED}|${COMMITTER}|Update configmaps ${WORK}/a`);
+    assert.equal(l[7], `${UNRESOLVED}|${COMMITTER}|Update configmaps ${WORK}/a`);
     assert.ok(took >= GRACE_S * 1000, `committed ${took} ms after the edit: before the grace of ${GRACE_S} s ran out`);
     await until('AuditAttribution False', async () => (await condition('people', 'AuditAttribution'))?.status === 'False', 60_000, 250);
     const c = await condition('people', 'AuditAttribution');
@@ -268,8 +278,8 @@ describe('audit posts blocked', { concurrency: false }, () => {
     const head = (await git(join(remote.root, 'people.git'), 'rev-parse', 'main')).trim();
     relay.to(auditPort);
     ok(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-seen"}}']));
-    const after = await commits('people', 8);
-    assert.equal(after[7], `alice <alice@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/a`);
+    const after = await commits('people', 9);
+    assert.equal(after[8], `alice <alice@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/a`);
     assert.equal((await git(join(remote.root, 'people.git'), 'rev-parse', 'main~1')).trim(), head, 'the unresolved commit is kept as pushed');
     await until('AuditAttribution True again', async () => (await condition('people', 'AuditAttribution'))?.status === 'True', 60_000, 250);
   });
