@@ -182,6 +182,28 @@ test("CommitRequests under attribution: bob's request does not close alice's win
   assert.equal((done.status as { sha: string }).sha.length, 40);
 });
 
+test("a request created while its submitter's changes still wait for their facts waits with them, then commits all of them with its message", { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'join-creq-early-');
+  const remote = await gitServer(t);
+  const facts = new MemoryFacts();
+  const h = await startHarness(t, { dataDir: dir, attribution: { facts, auditListener: true, graceMs: 20_000 } });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
+  await h.running.sink!.add(key, [edit('a', 'uid-a', '70', { v: '1' })]);
+  await h.running.sink!.add(key, [edit('b', 'uid-b', '71', { v: '1' })]);
+  // closeDelaySeconds 0: its deadline passes at once, but alice's changes staged before it may be hers.
+  await createCommitRequest(h.store, 'alice-save', 'tenants', { message: 'Alice: a and b' }, { username: 'alice' });
+  await new Promise((r) => setTimeout(r, 1_000));
+  const pending = await h.store.get(CR, { cluster: '_', namespace: 'team-a', name: 'alice-save' });
+  assert.equal(readyOf(pending)?.reason, 'Pending');
+  await facts.put([fact({ user: 'alice', uid: 'uid-a', resourceVersion: '70', name: 'a' }), fact({ user: 'alice', uid: 'uid-b', resourceVersion: '71', name: 'b' })]);
+  await waitFor('alice-save Committed', async () => readyOf(await h.store.get(CR, { cluster: '_', namespace: 'team-a', name: 'alice-save' }))?.reason === 'Committed', 15_000);
+  const c = await cloneAndCheck(remote.authURL('config'), 'main');
+  t.after(c.cleanup);
+  assert.deepEqual(c.log, [`${ALICE}|${BOT}|Alice: a and b`]);
+  assert.deepEqual(c.files, ['clusters/dev/team-a/configmaps/a.yaml', 'clusters/dev/team-a/configmaps/b.yaml']);
+});
+
 test('restart between edit and commit (Redis): the author of a window and of a staged change survive; the commit names them', { timeout: 90_000 }, async (t) => {
   const redis = await startRedis();
   t.after(() => redis.stop());

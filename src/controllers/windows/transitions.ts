@@ -14,7 +14,9 @@ export function addChanges(r: WindowRecord, changes: PendingChange[], policy: Co
   const authorKey = who?.authorKey ?? '';
   let open = openWindow(r);
   // A window whose close time already passed takes nothing more: it is due, the controller closes it next.
-  if (open && closeDue(open, policy).at <= now) {
+  // (Due exactly now is not past: changes moved in the same transition — a drained staging list
+  // whose first change opened the window a request with closeDelaySeconds 0 claimed — stay together.)
+  if (open && closeDue(open, policy).at < now) {
     open.closing = { reason: closeDue(open, policy).reason, at: now, attempts: 0 };
     open = undefined;
   }
