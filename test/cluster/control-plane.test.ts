@@ -289,6 +289,18 @@ describe('the deployment manifests are accepted by the real kube-apiserver', { c
   });
 });
 
+describe('the audit attribution objects are accepted by the real kube-apiserver', { concurrency: false }, () => {
+  test('the chart with audit.enabled=true: its audit Service (pinned clusterIP) and ConfigMap, server-side dry run', async () => {
+    const helm = await helmBinary();
+    const h = await run(helm, ['template', 'reverser', CHART, '--namespace', 'reverser-helm', '--set', 'audit.enabled=true', '--set', 'audit.clusterIP=10.0.0.44', '--show-only', 'templates/audit.yaml']);
+    assert.equal(h.code, 0, h.stderr);
+    const created = await admin.run(['get', 'namespace', 'reverser-helm']);
+    if (created.code !== 0) ok(await admin.run(['create', 'namespace', 'reverser-helm']));
+    const out = ok(await admin.run(['apply', '--dry-run=server', '-f', '-'], { stdin: h.stdout }));
+    assert.deepEqual(out.trimEnd().split('\n').sort(), ['configmap/reverser-audit created (server dry run)', 'service/reverser-audit created (server dry run)']);
+  });
+});
+
 describe('APIService permission removed and granted back', { concurrency: false }, () => {
   test('forbidden: one log line, serving continues, /readyz?verbose says so; granted back: re-created within one refresh, no restart', async () => {
     const binding = 'reverser-apiserver:apiservice-registrar';

@@ -94,13 +94,15 @@ export interface ControlPlane {
   /** The cluster CA: signs kube-apiserver's serving certificate and the test users' client certificates. */
   ca: CA;
   frontProxyCA: CA;
+  /** With `audit`: the CA of kube-apiserver's audit client certificate (our --audit-client-ca-file). */
+  audit?: { ca: CA; caFile: string; webhookKubeconfig: string };
   admin: ClusterUser;
   /** A kubeconfig for a user authenticated by a client certificate from the cluster CA. */
   user(name: string, groups?: string[]): ClusterUser;
-  /** A kubeconfig that authenticates with a bearer token (e.g. from `kubectl create token`). */
-  tokenKubeconfig(name: string, token: string): string;
-  /** JSON call to kube-apiserver as admin (or another user). */
-  api(method: string, path: string, body?: unknown, as?: ClusterUser): Promise<{ status: number; body: any; text: string }>;
+  /** A kubeconfig that authenticates with a bearer token (e.g. from `kubectl create token`); `server` replaces the URL (a relay in front of kube-apiserver). */
+  tokenKubeconfig(name: string, token: string, server?: string): string;
+  /** JSON call to kube-apiserver as admin (or another user); `contentType` for a PATCH (default application/json). */
+  api(method: string, path: string, body?: unknown, as?: ClusterUser, contentType?: string): Promise<{ status: number; body: any; text: string }>;
   /** Log of one component. */
   log(component: 'etcd' | 'kube-apiserver' | 'kube-controller-manager'): string;
   stop(): Promise<void>;
@@ -164,7 +166,30 @@ async function stopProc(p: Proc): Promise<void> {
   clearTimeout(t);
 }
 
-export async function startControlPlane(opts: { binDir?: string } = {}): Promise<ControlPlane> {
+/**
+ * kube-apiserver's webhook audit backend (batch mode), posting to https://127.0.0.1:<port><path>
+ * with a client certificate from an audit CA the fixture makes (ControlPlane.audit), configured with
+ * the files we ship (apiservice/audit/): the policy, and the webhook kubeconfig template filled in.
+ * kube-apiserver reads its webhook kubeconfig once, at start: the receiver's port and serving CA
+ * are fixed now.
+ */
+export interface AuditWebhook {
+  port: number;
+  /** Default /audit-webhook (the hosting route). */
+  path?: string;
+  /** Verifies the receiver's serving certificate, for `serverName`. */
+  serverCAPem: string;
+  serverName: string;
+  /** Default apiservice/audit/policy.yaml (what we ship). */
+  policyFile?: string;
+  /** --audit-webhook-batch-max-wait; default 1s. */
+  batchMaxWait?: string;
+}
+
+export const SHIPPED_AUDIT_POLICY = join(REPO_ROOT, 'apiservice/audit/policy.yaml');
+export const SHIPPED_WEBHOOK_KUBECONFIG = join(REPO_ROOT, 'apiservice/audit/webhook-kubeconfig.yaml');
+
+export async function startControlPlane(opts: { binDir?: string; audit?: AuditWebhook } = {}): Promise<ControlPlane> {
   const bin = opts.binDir ?? (await buildBinaries('control-plane'));
   const dir = mkdtempSync(join(tmpdir(), 'reverser-cluster-'));
   killOrphansOnExit();
@@ -222,6 +247,37 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       saPub: write('sa.pub', sa.publicKey.export({ type: 'spki', format: 'pem' }).toString()),
     };
 
+    // The audit webhook's kubeconfig, as docs/attribution.md (and apiservice/audit/) tells an operator to write it.
+    let audit: ControlPlane['audit'];
+    const auditFlags: string[] = [];
+    if (opts.audit) {
+      const a = opts.audit;
+      const auditCA = makeCA('reverser-test-audit-ca');
+      const client = issueClientCert(auditCA, 'kube-apiserver-audit');
+      const caFile = write('audit-ca.crt', auditCA.certPem);
+      // The shipped template (apiservice/audit/webhook-kubeconfig.yaml), filled in as docs/attribution.md
+      // tells an operator to: the address, the certificate name, the files beside it.
+      const dirOf = '/etc/kubernetes/reverser-audit/';
+      write('audit-server-ca.crt', a.serverCAPem);
+      write('audit-client.crt', client.certPem);
+      write('audit-client.key', client.keyPem, 0o600);
+      const template = readFileSync(SHIPPED_WEBHOOK_KUBECONFIG, 'utf8');
+      const filled = template
+        .replace('https://AUDIT_SERVICE_CLUSTER_IP:9444/audit-webhook', `https://127.0.0.1:${a.port}${a.path ?? '/audit-webhook'}`)
+        .replace('tls-server-name: reverser-apiserver.reverser-system.svc', `tls-server-name: ${a.serverName}`)
+        .replace(`${dirOf}ca.crt`, join(pki, 'audit-server-ca.crt'))
+        .replace(`${dirOf}client.crt`, join(pki, 'audit-client.crt'))
+        .replace(`${dirOf}client.key`, join(pki, 'audit-client.key'));
+      if (filled.includes(dirOf) || filled.includes('AUDIT_SERVICE_CLUSTER_IP')) throw new Error(`${SHIPPED_WEBHOOK_KUBECONFIG} has placeholders the fixture does not fill:\n${filled}`);
+      const webhookKubeconfig = write('audit-webhook.kubeconfig', filled, 0o600);
+      audit = { ca: auditCA, caFile, webhookKubeconfig };
+      auditFlags.push(
+        `--audit-policy-file=${a.policyFile ?? SHIPPED_AUDIT_POLICY}`,
+        `--audit-webhook-config-file=${webhookKubeconfig}`,
+        '--audit-webhook-mode=batch', `--audit-webhook-batch-max-wait=${a.batchMaxWait ?? '1s'}`,
+      );
+    }
+
     const [etcdClient, etcdPeer, apiPort, kcmPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const url = `https://127.0.0.1:${apiPort}`;
 
@@ -255,6 +311,7 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       // No kubelets or kube-proxy: nothing would serve the kubernetes Service's endpoints.
       '--endpoint-reconciler-type=none',
       '--profiling=false',
+      ...auditFlags,
     ]);
 
     const admin = (() => {
@@ -263,12 +320,12 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
       writeFileSync(kubeconfig, kubeconfigYAML(url, ca.certPem, cert), { mode: 0o600 });
       return { name: 'test-admin', kubeconfig, cert };
     })();
-    const api = (method: string, path: string, body?: unknown, as: ClusterUser = admin) =>
+    const api = (method: string, path: string, body?: unknown, as: ClusterUser = admin, contentType = 'application/json') =>
       new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
         const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
         const req = httpsRequest(`${url}${path}`, {
           method, ca: ca.certPem, cert: as.cert.certPem, key: as.cert.keyPem, agent: false,
-          headers: { accept: 'application/json', ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+          headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
         }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -314,16 +371,16 @@ export async function startControlPlane(opts: { binDir?: string } = {}): Promise
     }, 120_000, 500);
 
     return {
-      dir, url, ca, frontProxyCA, admin, api,
+      dir, url, ca, frontProxyCA, audit, admin, api,
       user(name, groups = []) {
         const cert = issueClientCert(ca, name, groups);
         const kubeconfig = join(dir, `${name.replace(/[^A-Za-z0-9_.-]/g, '_')}.kubeconfig`);
         writeFileSync(kubeconfig, kubeconfigYAML(url, ca.certPem, cert), { mode: 0o600 });
         return { name, kubeconfig, cert };
       },
-      tokenKubeconfig(name, token) {
+      tokenKubeconfig(name, token, server = url) {
         const p = join(dir, `${name}.kubeconfig`);
-        writeFileSync(p, kubeconfigYAML(url, ca.certPem, { token }), { mode: 0o600 });
+        writeFileSync(p, kubeconfigYAML(server, ca.certPem, { token }), { mode: 0o600 });
         return p;
       },
       log: (c) => log(c),

@@ -107,3 +107,75 @@ test('embedded storage on an emptyDir is refused; with a claim it renders one re
   assert.deepEqual(dep.spec.template.spec.volumes.find((v: any) => v.name === 'data'), { name: 'data', persistentVolumeClaim: { claimName: 'reverser-data' } });
   assert.ok(!dep.spec.template.spec.containers[0].args.some((a: string) => a.startsWith('--redis')));
 });
+
+/** `kubectl kustomize` of an overlay: apiservice/ plus the apiservice/audit Component. */
+async function kustomizeWithAudit(): Promise<string> {
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { relative } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'overlay-'));
+  try {
+    // kustomize takes only relative paths to other kustomizations.
+    const base = relative(dir, join(REPO_ROOT, 'apiservice'));
+    writeFileSync(join(dir, 'kustomization.yaml'), `resources: [${base}]\ncomponents: [${base}/audit]\n`);
+    const k = await run(kubectlBinary(), ['kustomize', dir]);
+    assert.equal(k.code, 0, k.stderr);
+    return k.stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('audit attribution: the apiservice/audit Component and the chart with audit.enabled=true render the same objects', async () => {
+  const fromKustomize = objects(await kustomizeWithAudit());
+  const h = await template('reverser-apiserver', 'reverser-system', 'audit.enabled=true');
+  assert.equal(h.code, 0, h.stderr);
+  const fromChart = objects(h.stdout);
+  assert.deepEqual([...fromKustomize.keys()].filter((x) => !fromChart.has(x)), ['Namespace//reverser-system']);
+  assert.deepEqual([...fromChart.keys()].filter((x) => !fromKustomize.has(x)), []);
+  for (const [key, o] of fromChart) assert.deepEqual(o, fromKustomize.get(key), key);
+  assert.deepEqual([...fromChart.keys()].filter((k) => k.includes('audit')).sort(), [
+    'ConfigMap/reverser-system/reverser-apiserver-audit',
+    'Service/reverser-system/reverser-apiserver-audit',
+  ]);
+  const c = fromChart.get('Deployment/reverser-system/reverser-apiserver').spec.template.spec;
+  assert.deepEqual(c.containers[0].args.filter((a: string) => a.startsWith('--audit')), [
+    '--audit-client-ca-file=/var/run/reverser/audit-ca/ca.crt', '--audit-port=9444', '--audit-bind-address=0.0.0.0',
+  ]);
+  assert.deepEqual(c.containers[0].ports, [{ name: 'https', containerPort: 8443 }, { name: 'audit', containerPort: 9444 }]);
+  assert.deepEqual(c.volumes.at(-1), { name: 'audit-ca', secret: { secretName: 'reverser-apiserver-audit-ca' } });
+  assert.deepEqual(fromChart.get('Service/reverser-system/reverser-apiserver-audit').spec.ports, [{ name: 'audit', port: 9444, targetPort: 'audit' }]);
+  // What the ConfigMap ships is the files of apiservice/audit/, byte for byte (the chart keeps copies under files/audit/).
+  const { readFileSync } = await import('node:fs');
+  const cm = fromChart.get('ConfigMap/reverser-system/reverser-apiserver-audit');
+  assert.equal(cm.data['policy.yaml'], readFileSync(join(REPO_ROOT, 'apiservice/audit/policy.yaml'), 'utf8'));
+  assert.equal(cm.data['webhook-kubeconfig.yaml'], readFileSync(join(REPO_ROOT, 'apiservice/audit/webhook-kubeconfig.yaml'), 'utf8'));
+  for (const f of ['policy.yaml', 'webhook-kubeconfig.yaml']) {
+    assert.equal(readFileSync(join(CHART, 'files/audit', f), 'utf8'), readFileSync(join(REPO_ROOT, 'apiservice/audit', f), 'utf8'), `charts/reverser-apiserver/files/audit/${f}`);
+  }
+  // Off by default: nothing of it in the plain render.
+  const plain = await template('reverser-apiserver', 'reverser-system');
+  assert.ok(!plain.stdout.includes('audit'), 'audit objects or flags rendered without audit.enabled');
+});
+
+test('audit attribution, another release: the webhook kubeconfig names its Service address, port and certificate name', async () => {
+  const h = await template('rev', 'tools', 'audit.enabled=true', 'audit.clusterIP=10.96.0.44', 'audit.port=9555', 'audit.clientCASecretName=kube-audit-ca');
+  assert.equal(h.code, 0, h.stderr);
+  const o = objects(h.stdout);
+  assert.equal(o.get('Service/tools/rev-audit').spec.clusterIP, '10.96.0.44');
+  assert.deepEqual(o.get('Deployment/tools/rev').spec.template.spec.volumes.at(-1), { name: 'audit-ca', secret: { secretName: 'kube-audit-ca' } });
+  const { parse } = await import('yaml');
+  const kubeconfig = parse(o.get('ConfigMap/tools/rev-audit').data['webhook-kubeconfig.yaml']);
+  assert.deepEqual(kubeconfig.clusters, [{
+    name: 'rev-audit',
+    cluster: { server: 'https://10.96.0.44:9555/audit-webhook', 'tls-server-name': 'rev.tools.svc', 'certificate-authority': '/etc/kubernetes/reverser-audit/ca.crt' },
+  }]);
+  assert.equal(kubeconfig['current-context'], 'rev-audit');
+  // kubectl reads the shipped template as a kubeconfig.
+  const view = await run(kubectlBinary(), ['config', 'view', '--kubeconfig', join(REPO_ROOT, 'apiservice/audit/webhook-kubeconfig.yaml'), '-o', 'jsonpath={.clusters[0].cluster.server}']);
+  assert.equal(view.stderr, '');
+  assert.equal(view.stdout, 'https://AUDIT_SERVICE_CLUSTER_IP:9444/audit-webhook');
+  const bad = await template('r', 'ns', 'audit.port=none');
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /at '\/audit\/port': got string, want integer/);
+});

@@ -28,7 +28,11 @@ export interface GitServer {
   close(): Promise<void>;
 }
 
-export async function startGitServer(opts: { username?: string; password?: string } = {}): Promise<GitServer> {
+/**
+ * `anonymous`: no basic auth (pushes allowed to anyone), for a server that cannot be given a
+ * credentials Secret (the cluster tests: GitTarget Secrets come from our own store's sandbox).
+ */
+export async function startGitServer(opts: { username?: string; password?: string; anonymous?: boolean } = {}): Promise<GitServer> {
   const username = opts.username ?? 'tester';
   const password = opts.password ?? 's3cret';
   const root = mkdtempSync(join(tmpdir(), 'git-server-'));
@@ -39,7 +43,7 @@ export async function startGitServer(opts: { username?: string; password?: strin
 
   const handler: http.RequestListener = (req, res) => {
     requests.push(`${req.method} ${req.url}`);
-    if (req.headers.authorization !== expected) {
+    if (!opts.anonymous && req.headers.authorization !== expected) {
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"' });
       res.end('unauthorized');
       return;
