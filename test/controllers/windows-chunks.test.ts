@@ -151,3 +151,19 @@ test('a process killed after writing half of a snapshot\'s chunks (before the re
   assert.deepEqual(got.log, [`${BOT}|${BOT}|Snapshot of team-a/tenants: 2000 objects`]);
   await waitFor('no chunk left', async () => (await chunkNames(h2.store)).length === 0, 10_000);
 });
+
+test('a deleted GitTarget takes its pending snapshot\'s chunks and its record with it', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-chunks-gone-');
+  const remote = await gitServer(t);
+  const h1 = await startHarness(t, { dataDir: dir, controllers: 'none' });
+  await createGitSecret(h1.store, remote);
+  const { key } = await createGitTarget(h1.store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
+  await new StoreWindowSink(new WindowRecords(h1.store), () => undefined).snapshot(key, { id: 'gen1', writes: writes(1200) });
+  assert.equal((await chunkNames(h1.store)).length, 3);
+  await h1.store.delete({ group: 'configbutler.ai', resource: 'gittargets' }, { cluster: '_', namespace: 'team-a', name: 'tenants' });
+  await h1.stop();
+
+  const h2 = await startHarness(t, { dataDir: dir });
+  await waitFor('record and chunks gone', async () => (await chunkNames(h2.store)).length === 0 && (await h2.store.get(WINDOWS_RESOURCE, { cluster: '_', namespace: 'team-a', name: 'tenants' })) === undefined, 15_000);
+  assert.equal((await git('/', 'ls-remote', remote.authURL('config'))).trim(), '');
+});

@@ -330,8 +330,9 @@ export class WindowsController {
     const lease = await this.deps.keeper.acquire(targetLeaseName(target), 'windows');
     if (!lease) return;
     this.deps.log.info('GitTarget deleted: dropping its pending changes', { gitTarget: `${target.namespace}/${target.name}`, pending: pendingCount(rec) });
-    await this.records.remove(target);
+    // Chunks first: a failure here leaves the record, so the next attempt finds the target gone again.
     await this.sink.chunks.sweep(target, undefined);
+    await this.records.remove(target);
     this.sweptAt.delete(key);
     await this.deps.keeper.release(targetLeaseName(target), 'windows');
   }
