@@ -138,7 +138,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
     const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource }, opts.controllers);
+    // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
+    const fromHosting = !!opts.kubeconfig || !!process.env.KUBERNETES_SERVICE_HOST;
+    const kcpServerURL = fromHosting ? opts.kcpServerURL : undefined;
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

@@ -29,6 +29,8 @@ export interface ControllerDeps {
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
   defaultSource?: KubeConfig;
+  /** kcp's base URL (--kcp-server-url): a GitTarget in logical cluster X mirrors `<url>/clusters/X`; default: defaultSource's server. */
+  kcpServerURL?: string;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
 }
@@ -66,9 +68,8 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   if (enabled.has('mirror')) {
     if (!sink) throw new Error('the mirror controller needs the windows controller in the same replica (--controllers)');
     const { startMirror } = await import('./mirror/index.js');
-    const { SourceClient, SourceConnector } = await import('./source/index.js');
-    const hosting = deps.defaultSource ? new SourceClient(deps.defaultSource) : undefined;
-    const connector = new SourceConnector({ defaultConfig: deps.defaultSource, hosting });
+    const { SourceConnector } = await import('./source/index.js');
+    const connector = new SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
     const mirrorSink = sink;
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
@@ -77,7 +78,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     });
     stops.unshift(async () => {
       await mirror?.stop();
-      hosting?.close();
+      connector.close();
     });
   }
   await windows?.start();
