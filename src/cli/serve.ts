@@ -141,7 +141,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
     const fromHosting = !!opts.kubeconfig || !!process.env.KUBERNETES_SERVICE_HOST;
     const kcpServerURL = fromHosting ? opts.kcpServerURL : undefined;
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL }, opts.controllers);
+    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

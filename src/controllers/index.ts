@@ -31,6 +31,11 @@ export interface ControllerDeps {
   defaultSource?: KubeConfig;
   /** kcp's base URL (--kcp-server-url): a GitTarget in logical cluster X mirrors `<url>/clusters/X`; default: defaultSource's server. */
   kcpServerURL?: string;
+  /**
+   * The default source is a hosting cluster (kcp), not this server's own sandbox: a GitTarget in a
+   * logical cluster then reads its git credentials Secret from its workspace, not from the store.
+   */
+  workspaceSecrets?: boolean;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
 }
@@ -52,10 +57,15 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const startAfterInformer: Array<() => Promise<void>> = [];
   let sink: WindowSink | undefined;
   let windows: WindowsController | undefined;
+  // Where GitTargets' sources and Secrets are (per logical cluster); shared by the mirror and the windows' git credentials.
+  const source = enabled.has('mirror') || deps.workspaceSecrets ? await import('./source/index.js') : undefined;
+  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
   if (enabled.has('windows')) {
     // The engine worker starts on the first commit; this only resolves the module.
     const engine = await deps.engine();
-    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store) });
+    const fromStore = secretCredentials(deps.store);
+    const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
+    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
@@ -68,17 +78,15 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   if (enabled.has('mirror')) {
     if (!sink) throw new Error('the mirror controller needs the windows controller in the same replica (--controllers)');
     const { startMirror } = await import('./mirror/index.js');
-    const { SourceConnector } = await import('./source/index.js');
-    const connector = new SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
     const mirrorSink = sink;
+    const mirrorConnector = connector!;
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs });
+      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs });
     });
     stops.unshift(async () => {
       await mirror?.stop();
-      connector.close();
     });
   }
   await windows?.start();
@@ -93,6 +101,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();
+      connector?.close();
       await keeper.stop();
     },
   };

@@ -19,6 +19,7 @@ import { startFakeHostingCluster, type FakeHostingCluster, type SARSpec } from '
 import { GV, startServer, type StartedServer } from '../support/server.js';
 import { until } from '../support/deadline.js';
 import { commits, git, ok, startSandbox, type Sandbox } from '../mirror/harness.js';
+import { startGitServer, type GitServer } from '../support/git-server.js';
 
 const SAR = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 const TOKENREVIEW = '/apis/authentication.k8s.io/v1/tokenreviews';
@@ -29,18 +30,19 @@ const BOB = { Authorization: 'Bearer bob-token' };
 let fake: FakeHostingCluster;
 let sandbox: Sandbox;
 let server: StartedServer;
+let remote: GitServer;
 
 const inWs = (ws: string, args: string[]) => ['--server', `https://127.0.0.1:${sandbox.port}/clusters/${ws}`, ...args];
 const gts = (ws: string) => `/clusters/${ws}${GV}/namespaces/team-a/gittargets`;
 const paths = (calls: Array<{ path: string }>) => calls.map((c) => c.path);
 
-function target(name: string, source?: Record<string, unknown>) {
+function target(name: string, source?: Record<string, unknown>, repository: Record<string, unknown> = { url: `local:${name}` }) {
   return {
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
     metadata: { name, namespace: 'team-a' },
     spec: {
-      repository: { url: `local:${name}` },
+      repository,
       branch: 'main',
       path: 'mirror',
       commit: { idleSeconds: 1 },
@@ -56,7 +58,8 @@ async function condition(ws: string, name: string, type: string): Promise<{ stat
 }
 
 before(async () => {
-  [fake, sandbox] = await Promise.all([startFakeHostingCluster(), startSandbox()]);
+  [fake, sandbox, remote] = await Promise.all([startFakeHostingCluster(), startSandbox(), startGitServer()]);
+  remote.createBareRepo('pushed');
   const sk = parse(readFileSync(sandbox.kubeconfig, 'utf8'));
   const b64 = (v: string) => Buffer.from(v, 'base64').toString('utf8');
   fake.workspaces = {
@@ -81,6 +84,8 @@ before(async () => {
   const shared = structuredClone(sk);
   shared.clusters[0].cluster.server = `https://127.0.0.1:${sandbox.port}/clusters/shared`;
   await ok(sandbox.kubectl, inWs('ws-a', ['create', 'secret', 'generic', 'source', '-n', 'team-a', `--from-literal=value=${JSON.stringify(shared)}`]));
+  // The git credentials, also only in ws-a's workspace.
+  await ok(sandbox.kubectl, inWs('ws-a', ['create', 'secret', 'generic', 'git-creds', '-n', 'team-a', `--from-literal=username=${remote.username}`, `--from-literal=password=${remote.password}`]));
 
   const kubeconfig = join(sandbox.dataDir, 'kcp-root.kubeconfig');
   writeFileSync(kubeconfig, readFileSync(fake.kubeconfigPath, 'utf8').replace(`server: ${fake.url}`, `server: ${fake.url}/clusters/root`));
@@ -92,6 +97,7 @@ after(async () => {
   await server?.stop();
   await sandbox?.destroy();
   await fake?.close();
+  await remote?.close();
 });
 
 test('a bearer token is reviewed in the workspace it addresses, and SubjectAccessReviews go to that workspace', async () => {
@@ -166,4 +172,22 @@ test('a GitTarget in logical cluster X mirrors workspace X, and reads its kubeco
   const secretReads = paths(fake.calls.filter((c) => c.path.endsWith('/secrets/source')));
   assert.deepEqual([...new Set(secretReads)].sort(), ['/clusters/ws-a/api/v1/namespaces/team-a/secrets/source', '/clusters/ws-b/api/v1/namespaces/team-a/secrets/source']);
   assert.ok(!fake.calls.some((c) => c.path.startsWith('/clusters/root/clusters/')));
+});
+
+test('a GitTarget in logical cluster X reads its git credentials Secret in workspace X', { timeout: 120_000 }, async () => {
+  const repository = { url: remote.url('pushed'), secretRef: { name: 'git-creds' } };
+  for (const ws of ['ws-a', 'ws-b']) {
+    const r = await server.request('POST', gts(ws), { body: target('pushed', undefined, repository) });
+    assert.equal(r.status, 201, r.text);
+  }
+  const bare = join(remote.root, 'pushed.git');
+  await until(async () => (await commits(bare)).length === 1, 'ws-a\'s snapshot pushed with ws-a\'s credentials', 60_000, 250);
+  assert.deepEqual(await commits(bare), ['Snapshot of team-a/pushed: 1 object']);
+  assert.match(await git(bare, 'show', 'main:mirror/team-a/configmaps/settings.yaml'), /\n {2}origin: ws-a\n$/);
+  await until(async () => (await condition('ws-b', 'pushed', 'RepositoryReady'))?.status === 'False', 'ws-b\'s push refused', 60_000, 250);
+  assert.deepEqual(await condition('ws-b', 'pushed', 'RepositoryReady').then((c) => [c?.reason, c?.message]),
+    ['AuthFailed', 'the credentials Secret "git-creds" was not found in namespace "team-a" of logical cluster "ws-b"']);
+  assert.deepEqual(await commits(bare), ['Snapshot of team-a/pushed: 1 object'], 'nothing of ws-b reached the remote');
+  const reads = paths(fake.calls.filter((c) => c.path.endsWith('/secrets/git-creds')));
+  assert.deepEqual([...new Set(reads)].sort(), ['/clusters/ws-a/api/v1/namespaces/team-a/secrets/git-creds', '/clusters/ws-b/api/v1/namespaces/team-a/secrets/git-creds']);
 });

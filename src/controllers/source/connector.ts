@@ -105,6 +105,21 @@ export class SourceConnector {
     return { ok: true, config: verdict.config, token, description: `the kubeconfig in Secret "${ref.name}"` };
   }
 
+  /**
+   * A Secret of logical cluster `cluster` (the default source itself for the default cluster);
+   * undefined when it does not exist or there is no default source. Other failures reject (SourceError).
+   */
+  async readSecret(cluster: string, namespace: string, name: string): Promise<SecretData | undefined> {
+    const ws = this.workspace(cluster);
+    if (!ws) return undefined;
+    try {
+      return await ws.secrets.getJSON<SecretData>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (e instanceof SourceError && e.reason === 'NotFound') return undefined;
+      throw e;
+    }
+  }
+
   close(): void {
     for (const w of this.workspaces.values()) w.secrets.close();
     this.workspaces.clear();

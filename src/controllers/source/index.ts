@@ -5,3 +5,4 @@ export { Discovery, collectionPath, type ResolvedType, type Resolution, type Res
 export { kubeconfigFromSecret, vetKubeconfig, type KubeConfigRefusalReason, type KubeConfigVerdict } from './kubeconfig.js';
 export { Reflector, type ReflectorOptions, type StreamHandlers, type StreamState } from './reflector.js';
 export { defaultSourceConfig, workspaceSourceConfig } from './default.js';
+export { workspaceGitCredentials, type GitCredentialsOf } from './git-credentials.js';
