@@ -1,31 +1,45 @@
-// The API benchmark (`npm run bench -- api [--quick] [--only=get,list,create,watch,rss,delegated]`).
+// The API benchmark (`npm run bench -- api [--quick] [--only=rss,get,list,create,watch,idle] [--no-pin]`).
 // Starts a real redis-server, the reverser server (Redis storage, HTTPS, dev PKI) and the floor
 // (bench/api/floor.ts: bare fastify over the same TLS doing the raw Redis operation), fills 10,000
 // GitTargets, then measures server and floor interleaved (A/B, B/A, ...) and prints each metric
-// with its ratio and target. Results are recorded by hand in docs/benchmarks.md.
+// with its ratio and target. Each part writes its raw figures to bench/results/ (api.get, api.list,
+// api.create, api.watch, api.rss, api.rss-fresh); `npm run bench:report` builds docs/benchmarks.md's
+// table from them. Parts: rss, get, list, create, watch, idle. With 2 or more CPUs and taskset, this process (the load generator) runs on the
+// last CPU and every server, the floor and redis-server on the others (--no-pin: no pinning).
 import { mkdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type https from 'node:https';
-import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
-import { agentFor, fmt, median, quantile, request, runLoad, type LoadResult, type Req, type Target } from '../common/load.js';
-import { fanout, type FanoutResult } from './watch.js';
-import { startFakeHostingCluster, type FakeHostingCluster } from '../../test/support/fake-hosting-cluster.js';
-import { issueCertificate } from '../../src/certs/pki.js';
+import { cleanup, freePort, pinChildren, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
+import { agentFor, fmt, median, quantile, request, runLoad, type LoadResult, type Target } from '../common/load.js';
+import { benchWatch } from './watch.js';
+import { benchIdle } from './idle.js';
+import { benchGet } from './get.js';
+import { pinLoadGenerator, type Pinning } from '../common/cpu.js';
+import { baselineSpread, beginRun, spread, type Run } from '../common/results.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+// --smoke: a few hundred objects and sub-second runs, to check that the bench works (test/bench).
+const smoke = argv.includes('--smoke');
+// A smoke run's figures are not results: nothing is written unless BENCH_RESULTS_DIR says where.
+if (smoke && !process.env.BENCH_RESULTS_DIR) process.env.BENCH_RESULTS ??= 'off';
+const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',').map((x) => (x === 'delegated' ? 'get' : x));
 const storage = argv.find((a) => a.startsWith('--storage='))?.slice(10) ?? 'redis';
+const pin = !argv.includes('--no-pin');
 const want = (s: string) => !only || only.includes(s);
 
-const N = 10_000;
-const WATCHERS = 1_000;
+const N = smoke ? 300 : 10_000;
+const NN = N.toLocaleString('en-US');
+const WATCHERS = smoke ? 40 : 1_000;
 const CONCURRENCY = 16;
-const P = quick
-  ? { rounds: 3, getMs: 1500, listMs: 2000, createMs: 1500, warmMs: 500, events: 10 }
-  : { rounds: 5, getMs: 3000, listMs: 3000, createMs: 2000, warmMs: 1000, events: 20 };
+const P = smoke
+  ? { rounds: 3, getMs: 300, listMs: 200, createMs: 300, warmMs: 100, events: 3, watchRounds: 3 }
+  : quick
+    ? { rounds: 3, getMs: 1500, listMs: 2000, createMs: 1500, warmMs: 500, events: 10, watchRounds: 3 }
+    : { rounds: 5, getMs: 3000, listMs: 3000, createMs: 2000, warmMs: 1000, events: 20, watchRounds: 5 };
+const PARAMS = { mode: smoke ? 'smoke' : quick ? 'quick' : 'full', objects: N, watchers: WATCHERS, concurrency: CONCURRENCY, storage, ...P };
 
 const GROUP_PATH = '/apis/configbutler.ai/v1alpha1';
 const NS = 'bench';
@@ -52,22 +66,27 @@ function gitTarget(n: string, i: number): string {
   });
 }
 
-interface Row {
-  metric: string;
-  unit: string;
-  server: number;
-  floor?: number;
-  ratio?: number;
-  target: string;
-  met?: boolean;
-  note?: string;
-}
-const rows: Row[] = [];
 const log = (s: string) => process.stdout.write(`${s}\n`);
+let pinning: Pinning | undefined;
 
-async function startServer(dataDir: string, certDir: string, redisUrl: string, extra: string[]): Promise<{ child: Child; port: number }> {
+/** One record per part of the bench, with the pinning noted. */
+function part(scenario: string, title: string, order: number): Run {
+  const run = beginRun({ bench: 'api', scenario, title, columns: { value: 'server', baseline: 'floor' }, order, params: PARAMS });
+  if (pinning) {
+    run.pin('load generator (bench process)', `cpu ${pinning.loadGenerator}`);
+    run.pin('servers, floor, redis-server', `cpu ${pinning.systemUnderTest}`);
+  }
+  return run;
+}
+const runs = (xs: number[], d = 0) => xs.map((x) => fmt(x, d)).join('/');
+
+/**
+ * A reverser server on Redis. Controllers are off unless asked for: the bench measures the API (as
+ * the floor has no controllers either); the `idle` part measures what the controllers cost at rest.
+ */
+async function startServer(dataDir: string, certDir: string, redisUrl: string, extra: string[], controllers = 'none'): Promise<{ child: Child; port: number }> {
   const port = await freePort();
-  const args = [MAIN, 'serve', `--storage=${storage}`, '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), ...extra];
+  const args = [MAIN, 'serve', `--storage=${storage}`, '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), `--controllers=${controllers}`, ...extra];
   // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the servers.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = await startChild('reverser server', process.execPath, [...nodeArgs, ...args], /"msg":"serving"/);
@@ -129,7 +148,6 @@ async function timedLoop(ms: number, fn: () => Promise<number>): Promise<number[
 
 async function main(): Promise<void> {
   const tmp = tempDir('reverser-bench-api-');
-  let fake: FakeHostingCluster | undefined;
   const onSignal = () => {
     void cleanup([tmp]).then(() => process.exit(130));
   };
@@ -137,7 +155,12 @@ async function main(): Promise<void> {
   process.once('SIGTERM', onSignal);
   try {
     const started = Date.now();
-    log(`API benchmark: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), node ${process.version}, ${quick ? 'quick' : 'full'} run, storage=${storage}`);
+    if (pin) {
+      pinning = pinLoadGenerator();
+      pinChildren(pinning?.systemUnderTest);
+    }
+    log(`API benchmark: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), node ${process.version}, ${PARAMS.mode} run, storage=${storage}`);
+    log(pinning ? `pinned: load generator (this process) on cpu ${pinning.loadGenerator}; servers, floor and redis-server on cpu ${pinning.systemUnderTest}` : 'not pinned (--no-pin, fewer than 2 CPUs or no taskset)');
     mkdirSync(join(tmp, 'redis'));
     const redis = await startRedis(join(tmp, 'redis'));
     const certDir = join(tmp, 'certs');
@@ -156,12 +179,12 @@ async function main(): Promise<void> {
       floorRVKey: 'floor:{g}:rv',
       channel: 'floor:events',
     };
-    await startChild('floor', process.execPath, [FLOOR, JSON.stringify(floorCfg)], /floor listening/);
+    const floorChild = await startChild('floor', process.execPath, [FLOOR, JSON.stringify(floorCfg)], /floor listening/);
     const server: Target = { host: '127.0.0.1', port: A.port, tls: adminTLS };
     const floor: Target = { host: '127.0.0.1', port: floorPort, tls: adminTLS };
     const sAgent = agentFor(server, CONCURRENCY);
     const fAgent = agentFor(floor, CONCURRENCY);
-    log(`redis pid ${redis.child.pid}, server pid ${A.child.pid} on :${A.port}, floor on :${floorPort}, tmp ${tmp}`);
+    log(`redis pid ${redis.child.pid}, server pid ${A.child.pid} on :${A.port}, floor pid ${floorChild.pid} on :${floorPort}, tmp ${tmp}`);
 
     // ---- fill ---------------------------------------------------------------------------
     const fill = check(
@@ -180,8 +203,9 @@ async function main(): Promise<void> {
     if (one.body !== floorOne.body) throw new Error(`floor and server return different bytes for ${name(0)}:\n${one.body}\n${floorOne.body}`);
     log(`object size: ${one.bytes} bytes (server and floor return identical bytes)`);
 
-    // ---- RSS with 10,000 cached ----------------------------------------------------------
+    // ---- RSS with N cached ------------------------------------------------------------------
     if (want('rss')) {
+      const run = part('api.rss', 'server RSS after fill', 5);
       const l = await request(server, sAgent, { method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets` });
       const items = (JSON.parse(l.body) as { items: unknown[] }).items.length;
       if (items !== N) throw new Error(`list returned ${items} items, want ${N}`);
@@ -189,29 +213,39 @@ async function main(): Promise<void> {
       const m = rssMiB(A.child.pid);
       const mb = (m.rss * 1024 * 1024) / 1e6;
       const heap = await heapOf(server, sAgent);
-      rows.push({ metric: `server RSS, ${N} GitTargets cached`, unit: 'MB', server: mb, target: '≤ 300 MB', met: mb <= 300, note: `peak so far ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      run.samples('RSS MB, peak RSS MB', [mb, (m.hwm * 1048576) / 1e6]);
+      run.row({ metric: `server RSS, ${NN} GitTargets cached (after fill + LIST)`, unit: 'MB', value: mb, target: '≤ 300 MB', met: mb <= 300, digits: 0, notes: `peak so far ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      run.write();
       log(`RSS after fill + list: ${fmt(mb, 1)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 1)} MB); ${heap}`);
     }
 
-    // ---- GET by name ---------------------------------------------------------------------
+    // ---- GET by name, non-admin, per authorizer ------------------------------------------------
     if (want('get')) {
-      const rnd = () => name(Math.floor(Math.random() * N));
-      const sGet = (ms: number) => () => runLoad(server, sAgent, { durationMs: ms, concurrency: CONCURRENCY, expect: 200, next: () => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${rnd()}` }) }).then((r) => check(r, 'server GET'));
-      const fGet = (ms: number) => () => runLoad(floor, fAgent, { durationMs: ms, concurrency: CONCURRENCY, expect: 200, next: () => ({ method: 'GET', path: `/floor/obj/${NS}/${rnd()}` }) }).then((r) => check(r, 'floor GET'));
-      await sGet(P.warmMs)();
-      await fGet(P.warmMs)();
-      const r = await interleaved(P.rounds, sGet(P.getMs), fGet(P.getMs));
-      const s = median(r.a.map((x) => x.rps));
-      const f = median(r.b.map((x) => x.rps));
-      const p99s = median(r.a.map((x) => quantile(x.lat, 0.99)));
-      const p99f = median(r.b.map((x) => quantile(x.lat, 0.99)));
-      rows.push({ metric: 'GET by name', unit: 'req/s', server: s, floor: f, ratio: s / f, target: '≥ 50% of floor', met: s / f >= 0.5, note: `p99 ${fmt(p99s)} ms vs ${fmt(p99f)} ms; runs ${r.a.map((x) => fmt(x.rps, 0)).join('/')} vs ${r.b.map((x) => fmt(x.rps, 0)).join('/')}` });
-      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
-      log(`GET: server ${fmt(s, 0)}/s, floor ${fmt(f, 0)}/s, ratio ${fmt((100 * s) / f, 0)}%`);
+      await benchGet({
+        tmp,
+        pem,
+        redisUrl: redis.url,
+        redisPid: redis.child.pid,
+        floorPort,
+        floorPid: floorChild.pid,
+        startServer: (dataDir, extra) => startServer(dataDir, certDir, redis.url, extra),
+        objects: N,
+        concurrency: CONCURRENCY,
+        rounds: P.rounds,
+        getMs: P.getMs,
+        warmMs: P.warmMs,
+        groupPath: GROUP_PATH,
+        ns: NS,
+        name,
+        params: PARAMS,
+        pinning,
+        log,
+      });
     }
 
     // ---- LIST ----------------------------------------------------------------------------
     if (want('list')) {
+      const run = part('api.list', 'LIST', 2);
       const sList = async () => {
         const t0 = performance.now();
         const r = await request(server, sAgent, { method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets` });
@@ -228,10 +262,12 @@ async function main(): Promise<void> {
       if (fr.items.length !== N) throw new Error(`floor list returned ${fr.items.length} items`);
       for (const f of [sList, fList]) await timedLoop(P.warmMs, f);
       const r = await interleaved(P.rounds, () => timedLoop(P.listMs, sList).then(median), () => timedLoop(P.listMs, fList).then(median));
-      const s = median(r.a);
-      const f = median(r.b);
-      rows.push({ metric: `LIST ${N}, unpaginated`, unit: 'ms/list', server: s, floor: f, ratio: s / f, target: '≤ 3× floor', met: s / f <= 3, note: `runs ${r.a.map((x) => fmt(x, 0)).join('/')} vs ${r.b.map((x) => fmt(x, 0)).join('/')}` });
-      log(`LIST: server ${fmt(s)} ms, floor ${fmt(f)} ms, ratio ${fmt(s / f, 2)}×`);
+      const s = spread(r.a);
+      const f = baselineSpread(r.b);
+      run.samples('server ms/list (median of each run)', r.a);
+      run.samples('floor ms/list (median of each run)', r.b);
+      run.row({ metric: `LIST ${NN}, unpaginated`, unit: 'ms/list', ...s, ...f, ratio: s.value / f.baseline, ratioStyle: 'times', target: '≤ 3× floor', met: s.value / f.baseline <= 3 });
+      log(`LIST: server ${fmt(s.value)} ms, floor ${fmt(f.baseline)} ms, ratio ${fmt(s.value / f.baseline, 2)}×; runs ${runs(r.a)} vs ${runs(r.b)}`);
 
       // The same LIST with Accept-Encoding: gzip (compressed over 128 KiB, level 1, as kube-apiserver),
       // interleaved with the identity LIST: time on loopback and bytes on the wire.
@@ -246,10 +282,12 @@ async function main(): Promise<void> {
       const idBytes = (await request(server, sAgent, { method: 'GET', path: listPath })).bytes;
       await timedLoop(P.warmMs, sGzip);
       const rg = await interleaved(P.rounds, () => timedLoop(P.listMs, sGzip).then(median), () => timedLoop(P.listMs, sList).then(median));
-      const g = median(rg.a);
-      const id = median(rg.b);
-      rows.push({ metric: `LIST ${N}, unpaginated, gzip (server vs itself without gzip)`, unit: 'ms/list', server: g, floor: id, ratio: g / id, target: 'measured (no target)', note: `${fmt(gzBytes / 1e6, 2)} MB vs ${fmt(idBytes / 1e6, 2)} MB on the wire; runs ${rg.a.map((x) => fmt(x, 0)).join('/')} vs ${rg.b.map((x) => fmt(x, 0)).join('/')}` });
-      log(`LIST gzip: ${fmt(g)} ms (${fmt(gzBytes / 1e6, 2)} MB) vs identity ${fmt(id)} ms (${fmt(idBytes / 1e6, 2)} MB)`);
+      const g = spread(rg.a);
+      const id = baselineSpread(rg.b);
+      run.samples('server gzip ms/list (median of each run)', rg.a);
+      run.samples('server identity ms/list, interleaved with gzip (median of each run)', rg.b);
+      run.row({ metric: `LIST ${NN}, unpaginated, gzip (server vs itself without gzip)`, unit: 'ms/list', ...g, ...id, baselineLabel: 'no gzip', ratio: g.value / id.baseline, ratioStyle: 'times', notes: `${fmt(gzBytes / 1e6, 2)} MB vs ${fmt(idBytes / 1e6, 2)} MB on the wire` });
+      log(`LIST gzip: ${fmt(g.value)} ms (${fmt(gzBytes / 1e6, 2)} MB) vs identity ${fmt(id.baseline)} ms (${fmt(idBytes / 1e6, 2)} MB)`);
 
       const sPath = `${GROUP_PATH}/namespaces/${NS}/gittargets?limit=500`;
       const sPaged = async () => traverse(server, sAgent, sPath, (c) => `${sPath}&continue=${encodeURIComponent(c)}`);
@@ -262,15 +300,20 @@ async function main(): Promise<void> {
         () => timedLoop(P.listMs, () => sPaged().then((x) => x[0])).then(median),
         () => timedLoop(P.listMs, () => fPaged().then((x) => x[0])).then(median),
       );
-      const sm = median(rp.a);
-      const fm = median(rp.b);
-      rows.push({ metric: `LIST ${N}, pages of 500 (all pages)`, unit: 'ms/list', server: sm, floor: fm, ratio: sm / fm, target: 'measured (no target)', note: `${sp} vs ${fp} pages` });
-      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
-      log(`LIST paged: server ${fmt(sm)} ms (${sp} pages), floor ${fmt(fm)} ms (${fp} pages), ratio ${fmt(sm / fm, 2)}×`);
+      const sm = spread(rp.a);
+      const fm = baselineSpread(rp.b);
+      run.samples('server ms for all pages of 500 (median of each run)', rp.a);
+      run.samples('floor ms for all pages of 500 (median of each run)', rp.b);
+      run.row({ metric: `LIST ${NN}, pages of 500 (all pages)`, unit: 'ms/list', ...sm, ...fm, ratio: sm.value / fm.baseline, ratioStyle: 'times', notes: `${sp} vs ${fp} pages` });
+      const m = rssMiB(A.child.pid);
+      run.note(`server RSS after the LIST runs ${fmt((m.rss * 1048576) / 1e6, 0)} MB, peak so far ${fmt((m.hwm * 1048576) / 1e6, 0)} MB`);
+      run.write();
+      log(`LIST paged: server ${fmt(sm.value)} ms (${sp} pages), floor ${fmt(fm.baseline)} ms (${fp} pages), ratio ${fmt(sm.value / fm.baseline, 2)}×`);
     }
 
-    // ---- RSS of a freshly started server that loads the 10,000 from Redis ----------------------
+    // ---- RSS of a freshly started server that loads the N from Redis ---------------------------
     if (want('rss')) {
+      const run = part('api.rss-fresh', 'server RSS, fresh process', 6);
       const C = await startServer(join(tmp, 'data-fresh'), certDir, redis.url, ['--authorization-mode=AlwaysAllow']);
       const c: Target = { host: '127.0.0.1', port: C.port, tls: adminTLS };
       const cAgent = agentFor(c, 1);
@@ -281,7 +324,9 @@ async function main(): Promise<void> {
       const m = rssMiB(C.child.pid);
       const mb = (m.rss * 1048576) / 1e6;
       const heap = await heapOf(c, cAgent);
-      rows.push({ metric: `server RSS, fresh process, ${N} GitTargets loaded from Redis`, unit: 'MB', server: mb, target: '≤ 300 MB', met: mb <= 300, note: `peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      run.samples('RSS MB, peak RSS MB', [mb, (m.hwm * 1048576) / 1e6]);
+      run.row({ metric: `server RSS, fresh process loading the ${NN} from Redis, one LIST`, unit: 'MB', value: mb, target: '≤ 300 MB', met: mb <= 300, digits: 0, notes: `peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB; ${heap}` });
+      run.write();
       log(`fresh server RSS after one LIST: ${fmt(mb, 1)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 1)} MB); ${heap}`);
       cAgent.destroy();
       await C.child.stop();
@@ -289,6 +334,7 @@ async function main(): Promise<void> {
 
     // ---- CREATE --------------------------------------------------------------------------
     if (want('create')) {
+      const run = part('api.create', 'CREATE', 3);
       let round = 0;
       const sCreate = (ms: number) => () => {
         const r0 = round++;
@@ -301,125 +347,43 @@ async function main(): Promise<void> {
       await sCreate(P.warmMs)();
       await fCreate(P.warmMs)();
       const r = await interleaved(P.rounds, sCreate(P.createMs), fCreate(P.createMs));
-      const s = median(r.a.map((x) => x.rps));
-      const f = median(r.b.map((x) => x.rps));
+      const s = spread(r.a.map((x) => x.rps));
+      const f = baselineSpread(r.b.map((x) => x.rps));
       const p99s = median(r.a.map((x) => quantile(x.lat, 0.99)));
       const p99f = median(r.b.map((x) => quantile(x.lat, 0.99)));
-      rows.push({ metric: 'CREATE', unit: 'req/s', server: s, floor: f, ratio: s / f, target: '≥ 30% of floor', met: s / f >= 0.3, note: `p99 ${fmt(p99s)} ms vs ${fmt(p99f)} ms; runs ${r.a.map((x) => fmt(x.rps, 0)).join('/')} vs ${r.b.map((x) => fmt(x.rps, 0)).join('/')}` });
-      log(`server RSS ${fmt((rssMiB(A.child.pid).rss * 1048576) / 1e6, 0)} MB, peak ${fmt((rssMiB(A.child.pid).hwm * 1048576) / 1e6, 0)} MB`);
-      log(`CREATE: server ${fmt(s, 0)}/s, floor ${fmt(f, 0)}/s, ratio ${fmt((100 * s) / f, 0)}%`);
+      run.samples('server req/s', r.a.map((x) => x.rps));
+      run.samples('floor req/s', r.b.map((x) => x.rps));
+      run.samples('server p99 ms', r.a.map((x) => quantile(x.lat, 0.99)));
+      run.samples('floor p99 ms', r.b.map((x) => quantile(x.lat, 0.99)));
+      run.row({ metric: 'CREATE (admin user, AlwaysAllow)', unit: 'req/s', ...s, ...f, ratio: s.value / f.baseline, ratioStyle: 'percent', target: '≥ 30% of floor', met: s.value / f.baseline >= 0.3, digits: 0, notes: `p99 ${fmt(p99s)} ms vs ${fmt(p99f)} ms` });
+      run.write();
+      log(`CREATE: server ${fmt(s.value, 0)}/s, floor ${fmt(f.baseline, 0)}/s, ratio ${fmt((100 * s.value) / f.baseline, 0)}%; runs ${runs(r.a.map((x) => x.rps))} vs ${runs(r.b.map((x) => x.rps))}`);
     }
 
-    // ---- watch fan-out -------------------------------------------------------------------
+    // ---- watch fan-out: server and floor interleaved, several rounds per protocol -------------
     if (want('watch')) {
-      const list1 = JSON.parse((await request(server, sAgent, { method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets?limit=1` })).body) as { metadata: { resourceVersion: string } };
-      const base = JSON.parse(one.body) as { metadata: { labels?: Record<string, string> } };
-      for (const protocol of ['h2', 'h1'] as const) {
-        const results: Record<'server' | 'floor', FanoutResult> = {} as never;
-        for (const side of ['server', 'floor'] as const) {
-          const rv = side === 'server' ? (JSON.parse((await request(server, sAgent, { method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets?limit=1` })).body) as typeof list1).metadata.resourceVersion : '';
-          const res = await fanout(side === 'server' ? server : floor, {
-            n: WATCHERS,
-            protocol,
-            watchPath: side === 'server' ? `${GROUP_PATH}/namespaces/${NS}/gittargets?watch=true&resourceVersion=${rv}&timeoutSeconds=900` : '/floor/watch',
-            settleMs: 1000,
-            gapMs: 100,
-            events: P.events,
-            write: (e): Req =>
-              side === 'server'
-                ? { method: 'PATCH', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${name(0)}`, contentType: 'application/merge-patch+json', body: JSON.stringify({ metadata: { labels: { seq: `${protocol}-${e}` } } }) }
-                : { method: 'PUT', path: `/floor/obj/${NS}/${name(0)}`, body: JSON.stringify({ ...base, metadata: { ...base.metadata, labels: { ...base.metadata.labels, seq: `${protocol}-${e}` } } }) },
-          });
-          results[side] = res;
-          log(`watch fan-out ${protocol} ${side}: opened ${res.watchers} in ${fmt(res.openSeconds, 1)} s; p50 ${fmt(quantile(res.lat, 0.5))} ms, p99 ${fmt(quantile(res.lat, 0.99))} ms, max ${fmt(Math.max(...res.lat))} ms, missing ${res.missing}`);
-        }
-        const s = quantile(results.server.lat, 0.99);
-        const f = quantile(results.floor.lat, 0.99);
-        rows.push({
-          metric: `watch fan-out p99, ${WATCHERS} watchers (${protocol === 'h2' ? 'HTTP/2, 100 streams/conn' : 'HTTP/1.1, 1 conn each'})`,
-          unit: 'ms',
-          server: s,
-          floor: f,
-          ratio: s / f,
-          target: '≤ 100 ms',
-          met: s <= 100 && results.server.missing === 0,
-          note: `first watcher ${fmt(Math.min(...results.server.lat))} vs ${fmt(Math.min(...results.floor.lat))} ms, p50 ${fmt(quantile(results.server.lat, 0.5))} vs ${fmt(quantile(results.floor.lat, 0.5))} ms; ${P.events} events; missing ${results.server.missing}`,
-        });
-      }
-      const m = rssMiB(A.child.pid);
-      log(`server after watch runs: ${await heapOf(server, sAgent)}`);
-      log(`server RSS after watch runs: ${fmt((m.rss * 1048576) / 1e6, 0)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB)`);
+      await benchWatch({ server, floor, serverAgent: sAgent, serverPid: A.child.pid, run: part('api.watch', 'watch fan-out', 4), watchers: WATCHERS, rounds: P.watchRounds, events: P.events, settleMs: smoke ? 200 : 1000, groupPath: GROUP_PATH, ns: NS, name0: name(0), object0: one.body, log });
     }
 
-    // ---- Delegated authorization, warm cache, vs AlwaysAllow (same user) ----------------------
-    if (want('delegated')) {
-      fake = await startFakeHostingCluster();
-      fake.onSAR = () => ({ allowed: true });
-      const ca = { certPem: pem('ca.crt'), keyPem: pem('ca.key') };
-      const user = issueCertificate(ca, { commonName: 'bench-user', organizations: ['bench-group'], usage: 'client' });
-      const B = await startServer(join(tmp, 'data-delegated'), certDir, redis.url, [
-        '--authorization-mode=Delegated',
-        '--kubeconfig', fake.kubeconfigPath,
-        '--authentication-skip-lookup=true',
-        '--authorization-webhook-cache-authorized-ttl=5m',
-      ]);
-      // A fresh AlwaysAllow server beside it, so both sides have the same history (A has been
-      // through CREATE and 2,000 watches by now).
-      const A2 = await startServer(join(tmp, 'data-allow'), certDir, redis.url, ['--authorization-mode=AlwaysAllow']);
-      const userTLS = { ca: adminTLS.ca, cert: user.certPem, key: user.keyPem };
-      const allow: Target = { host: '127.0.0.1', port: A2.port, tls: userTLS };
-      const deleg: Target = { host: '127.0.0.1', port: B.port, tls: userTLS };
-      const aAgent = agentFor(allow, CONCURRENCY);
-      const dAgent = agentFor(deleg, CONCURRENCY);
-      // 5,000 distinct names: every decision fits the authorizer's cache (10,000 entries) and stays
-      // in it for the whole measurement (allowed TTL 5m); warmed below by one GET of each name.
-      const HOT = 5_000;
-      const rnd = () => name(Math.floor(Math.random() * HOT));
-      const get = (t: Target, ag: https.Agent, ms: number) => () =>
-        runLoad(t, ag, { durationMs: ms, concurrency: CONCURRENCY, expect: 200, next: () => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${rnd()}` }) }).then((r) => check(r, 'GET as bench-user'));
-      check(await runLoad(allow, aAgent, { durationMs: Infinity, maxRequests: HOT, concurrency: CONCURRENCY, expect: 200, next: (i) => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${name(i)}` }) }), 'warm AlwaysAllow');
-      check(await runLoad(deleg, dAgent, { durationMs: Infinity, maxRequests: HOT, concurrency: CONCURRENCY, expect: 200, next: (i) => ({ method: 'GET', path: `${GROUP_PATH}/namespaces/${NS}/gittargets/${name(i)}` }) }), 'warm Delegated cache');
-      await get(deleg, dAgent, P.warmMs)();
-      await get(allow, aAgent, P.warmMs)();
-      const sars0 = fake.sars().length;
-      const r = await interleaved(P.rounds, get(deleg, dAgent, P.getMs), get(allow, aAgent, P.getMs));
-      const sars = fake.sars().length - sars0;
-      const d = median(r.a.map((x) => x.rps));
-      const a = median(r.b.map((x) => x.rps));
-      rows.push({ metric: 'GET by name, Delegated (warm cache) vs AlwaysAllow', unit: 'req/s', server: d, floor: a, ratio: d / a, target: '≥ 90% of AlwaysAllow', met: d / a >= 0.9, note: `user bench-user (not system:masters); ${sars} SubjectAccessReviews during measurement; runs ${r.a.map((x) => fmt(x.rps, 0)).join('/')} vs ${r.b.map((x) => fmt(x.rps, 0)).join('/')}` });
-      log(`Delegated GET ${fmt(d, 0)}/s vs AlwaysAllow ${fmt(a, 0)}/s (${fmt((100 * d) / a, 0)}%), ${sars} SARs during measurement`);
-      aAgent.destroy();
-      dAgent.destroy();
+    // ---- an idle server with its controllers on: background Redis traffic and CPU -------------
+    if (want('idle')) {
+      await benchIdle({
+        run: part('api.idle', 'idle server, controllers on', 7),
+        redisUrl: redis.url,
+        redisPid: redis.child.pid,
+        objectsKey: OBJECTS_KEY,
+        settleMs: smoke ? 5_000 : 30_000,
+        measureMs: smoke ? 2000 : 10_000,
+        startServer: () => startServer(join(tmp, 'data-idle'), certDir, redis.url, ['--authorization-mode=AlwaysAllow'], 'all'),
+        log,
+      });
     }
     sAgent.destroy();
     fAgent.destroy();
-    report((Date.now() - started) / 1000);
+    log(`\nwhole run: ${fmt((Date.now() - started) / 1000, 0)} s; figures in bench/results/ (npm run bench:report builds docs/benchmarks.md's table)`);
   } finally {
     await cleanup([tmp]);
-    await fake?.close();
   }
-}
-
-function report(seconds: number): void {
-  const head = ['metric', 'server', 'floor', 'ratio', 'target', 'result'];
-  const lines = rows.map((r) => [
-    `${r.metric} (${r.unit})`,
-    fmt(r.server, r.unit === 'req/s' || r.unit === 'MB' ? 0 : 1),
-    r.floor === undefined ? '—' : fmt(r.floor, r.unit === 'req/s' ? 0 : 1),
-    r.ratio === undefined ? '—' : r.unit === 'req/s' ? `${fmt(100 * r.ratio, 0)}%` : `${fmt(r.ratio, 2)}×`,
-    r.target,
-    r.met === undefined ? '—' : r.met ? 'MET' : 'MISSED',
-  ]);
-  const w = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  log('');
-  log(head.map((h, i) => h.padEnd(w[i]!)).join('  '));
-  for (const l of lines) log(l.map((c, i) => c.padEnd(w[i]!)).join('  '));
-  log('');
-  log('Markdown (for docs/benchmarks.md):');
-  log('| metric | server | floor | ratio | target | result | notes |');
-  log('|---|---:|---:|---:|---|---|---|');
-  rows.forEach((r, i) => log(`| ${lines[i]!.join(' | ')} | ${r.note ?? ''} |`));
-  log(`\nwhole run: ${fmt(seconds, 0)} s`);
 }
 
 main().then(

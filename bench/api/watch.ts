@@ -1,10 +1,14 @@
 // Watch fan-out: N open watches on one collection, then single writes; per watcher, the time from
 // just before the write is sent to the arrival of its event line. Watches ride HTTP/2 streams
-// (as kubectl and client-go do, many per connection) or one HTTP/1.1 connection each.
+// (as kubectl and client-go do, many per connection) or one HTTP/1.1 connection each. `benchWatch`
+// runs server and floor interleaved (A/B, B/A, …) for several rounds per protocol and reports the
+// median and range of the rounds' p99 (issue #10 item 17).
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { Target, Req } from '../common/load.js';
-import { agentFor, request } from '../common/load.js';
+import { agentFor, fmt, median, quantile, request } from '../common/load.js';
+import { rssMiB } from '../common/proc.js';
+import { baselineSpread, spread, type Run } from '../common/results.js';
 
 export interface FanoutResult {
   watchers: number;
@@ -131,4 +135,82 @@ export async function fanout(
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+export interface WatchContext {
+  server: Target;
+  floor: Target;
+  serverAgent: https.Agent;
+  serverPid: number;
+  run: Run;
+  watchers: number;
+  rounds: number;
+  events: number;
+  settleMs: number;
+  groupPath: string;
+  ns: string;
+  /** The object every write changes, and its stored JSON (the floor PUTs whole objects). */
+  name0: string;
+  object0: string;
+  log(s: string): void;
+}
+
+export async function benchWatch(ctx: WatchContext): Promise<void> {
+  const { run, log } = ctx;
+  const collection = `${ctx.groupPath}/namespaces/${ctx.ns}/gittargets`;
+  const base = JSON.parse(ctx.object0) as { metadata: { labels?: Record<string, string> } };
+  let seq = 0;
+  const once = async (side: 'server' | 'floor', protocol: 'h2' | 'h1'): Promise<FanoutResult> => {
+    const rv = side === 'server' ? (JSON.parse((await request(ctx.server, ctx.serverAgent, { method: 'GET', path: `${collection}?limit=1` })).body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion : '';
+    const tag = seq++;
+    return fanout(side === 'server' ? ctx.server : ctx.floor, {
+      n: ctx.watchers,
+      protocol,
+      watchPath: side === 'server' ? `${collection}?watch=true&resourceVersion=${rv}&timeoutSeconds=900` : '/floor/watch',
+      settleMs: ctx.settleMs,
+      gapMs: 100,
+      events: ctx.events,
+      write: (e): Req =>
+        side === 'server'
+          ? { method: 'PATCH', path: `${collection}/${ctx.name0}`, contentType: 'application/merge-patch+json', body: JSON.stringify({ metadata: { labels: { seq: `${protocol}-${tag}-${e}` } } }) }
+          : { method: 'PUT', path: `/floor/obj/${ctx.ns}/${ctx.name0}`, body: JSON.stringify({ ...base, metadata: { ...base.metadata, labels: { ...base.metadata.labels, seq: `${protocol}-${tag}-${e}` } } }) },
+    });
+  };
+  const runs = (xs: number[]) => xs.map((x) => fmt(x)).join('/');
+  for (const protocol of ['h2', 'h1'] as const) {
+    const res: Record<'server' | 'floor', FanoutResult[]> = { server: [], floor: [] };
+    for (let r = 0; r < ctx.rounds; r++) {
+      for (const side of r % 2 === 0 ? (['server', 'floor'] as const) : (['floor', 'server'] as const)) {
+        const x = await once(side, protocol);
+        res[side].push(x);
+        log(`watch fan-out ${protocol} round ${r + 1} ${side}: opened ${x.watchers} in ${fmt(x.openSeconds, 1)} s; p50 ${fmt(quantile(x.lat, 0.5))} ms, p99 ${fmt(quantile(x.lat, 0.99))} ms, max ${fmt(Math.max(...x.lat))} ms, missing ${x.missing}`);
+      }
+    }
+    const p = (side: 'server' | 'floor', q: number) => res[side].map((x) => quantile(x.lat, q));
+    for (const side of ['server', 'floor'] as const) {
+      run.samples(`${protocol} ${side} p99 ms`, p(side, 0.99));
+      run.samples(`${protocol} ${side} p50 ms`, p(side, 0.5));
+      run.samples(`${protocol} ${side} first watcher ms`, res[side].map((x) => Math.min(...x.lat)));
+      run.samples(`${protocol} ${side} missing events`, res[side].map((x) => x.missing));
+    }
+    const s = spread(p('server', 0.99));
+    const f = baselineSpread(p('floor', 0.99));
+    const missing = res.server.reduce((a, x) => a + x.missing, 0);
+    const missingFloor = res.floor.reduce((a, x) => a + x.missing, 0);
+    run.row({
+      metric: `watch fan-out p99, ${ctx.watchers.toLocaleString('en-US')} watchers, ${protocol === 'h2' ? 'HTTP/2 (100 streams per connection)' : 'HTTP/1.1 (one connection each)'}`,
+      unit: 'ms',
+      ...s,
+      ...f,
+      ratio: s.value / f.baseline,
+      ratioStyle: 'times',
+      target: '≤ 100 ms',
+      met: s.value <= 100 && missing === 0,
+      notes: `p99 of each round (${ctx.events} events × ${ctx.watchers} watchers; server and floor alternate going first); p50 ${fmt(median(p('server', 0.5)))} vs ${fmt(median(p('floor', 0.5)))} ms; events missing ${missing} vs ${missingFloor}`,
+    });
+    log(`watch fan-out ${protocol}: p99 server ${fmt(s.value)} ms (${runs(p('server', 0.99))}), floor ${fmt(f.baseline)} ms (${runs(p('floor', 0.99))})`);
+  }
+  const m = rssMiB(ctx.serverPid);
+  run.note(`server RSS after the watch runs ${fmt((m.rss * 1048576) / 1e6, 0)} MB (peak ${fmt((m.hwm * 1048576) / 1e6, 0)} MB)`);
+  run.write();
 }

@@ -3,7 +3,8 @@
 // and patch attacks of issue #8 against it, one after the other. For each it prints, before, during
 // and after the attack: the number of metric series, the server's RSS and open file descriptors,
 // the event-loop delay (prom-client's monitorEventLoopDelay gauges, reset at every scrape) and the
-// latency of /healthz from a separate client. Results are recorded by hand in docs/security.md.
+// latency of /healthz from a separate client. Each attack's raw samples are written to
+// bench/results/ (attack.<name>); the tables in docs/security.md are still copied by hand.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
@@ -12,6 +13,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cleanup, freePort, rssMiB, startChild, tempDir } from '../common/proc.js';
+import { beginRun, type Run } from '../common/results.js';
 import { h2request } from '../../test/security/http-support.js';
 
 const argv = process.argv.slice(2);
@@ -154,11 +156,14 @@ async function main(): Promise<void> {
     };
 
     const run = async (title: string, note: string, attack: () => Promise<string>, afterMs = P.phaseMs) => {
+      const slug = title.replace(/^\d+\.\s*/, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+      const rec = beginRun({ bench: 'attack', scenario: `attack.${slug}`, title, columns: { value: 'during / after', baseline: 'before' }, order: Number(/^(\d+)/.exec(title)?.[1] ?? 0), params: { ...P, quick, legacy, idleTimeoutSeconds: IDLE_TIMEOUT_S } });
       const before = await phase('before', P.phaseMs);
       let outcome = '';
       const during = await phase('during', attack().then((o) => (outcome = o)));
       const after = await phase('after', afterMs);
       report(title, [before, during, after], `${note}\nOutcome: ${outcome}`);
+      record(rec, title, [before, during, after], outcome);
     };
 
     // Warm-up: the label combinations an anonymous request reaches, and the scrape's own series.
@@ -292,6 +297,25 @@ async function main(): Promise<void> {
   } finally {
     await cleanup([dataDir]);
   }
+}
+
+/** The attack's raw samples and a summary (RSS, /healthz, event-loop delay: during and after against before) as a results record. */
+function record(rec: Run, title: string, phases: Phase[], outcome: string): void {
+  const [before, during, after] = phases as [Phase, Phase, Phase];
+  for (const p of phases) {
+    rec.samples(`${p.name} RSS MiB`, p.samples.map((s) => s.rssMiB));
+    rec.samples(`${p.name} open fds`, p.samples.map((s) => s.fds));
+    rec.samples(`${p.name} metric series`, p.samples.map((s) => s.series));
+    rec.samples(`${p.name} event-loop delay max ms`, p.samples.map((s) => s.loopMaxMs));
+    rec.samples(`${p.name} /healthz ms`, p.healthzMs);
+  }
+  const max = (p: Phase, f: (s: Sample) => number) => Math.max(...p.samples.map(f));
+  const name = title.replace(/^\d+\.\s*/, '');
+  rec.row({ metric: `${name}: /healthz max, during vs before`, unit: 'ms', value: Math.max(...during.healthzMs), baseline: Math.max(...before.healthzMs), notes: `p50 ${quantile(during.healthzMs, 0.5).toFixed(1)} vs ${quantile(before.healthzMs, 0.5).toFixed(1)} ms` });
+  rec.row({ metric: `${name}: event-loop delay max, during vs before`, unit: 'ms', value: max(during, (s) => s.loopMaxMs), baseline: max(before, (s) => s.loopMaxMs) });
+  rec.row({ metric: `${name}: server RSS, after vs before`, unit: 'MiB', value: after.samples.at(-1)?.rssMiB ?? NaN, baseline: before.samples.at(-1)?.rssMiB ?? NaN, notes: `max during ${max(during, (s) => s.rssMiB).toFixed(0)} MiB; open fds after ${after.samples.at(-1)?.fds ?? '?'} vs before ${before.samples.at(-1)?.fds ?? '?'}; metric series after ${after.samples.at(-1)?.series ?? '?'} vs before ${before.samples.at(-1)?.series ?? '?'}` });
+  rec.note(`outcome: ${outcome}`);
+  rec.write();
 }
 
 main().catch((e) => {

@@ -16,6 +16,12 @@ export interface Child {
 
 const children = new Set<Child>();
 
+let childCpus: string | undefined;
+/** Every child started from now on runs under `taskset -c <cpus>` (undefined: no pinning). */
+export function pinChildren(cpus: string | undefined): void {
+  childCpus = cpus;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -30,7 +36,8 @@ export async function freePort(): Promise<number> {
 /** Spawns `cmd args` and resolves once its stdout or stderr matches `ready`. */
 export function startChild(name: string, cmd: string, args: string[], ready: RegExp, timeoutMs = 30_000): Promise<Child> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // taskset execs the command, so the child's pid is the command's own.
+    const proc = childCpus ? spawn('taskset', ['-c', childCpus, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let done = false;
     const child: Child = {

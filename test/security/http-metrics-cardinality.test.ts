@@ -9,7 +9,7 @@ import { h2request, h2session, repeat, seriesCount, settledRssBytes } from './ht
 
 const REQUESTS = Number(process.env.ATTACK_REQUESTS ?? 20_000);
 
-test('20,000 anonymous requests with random resource names add no series and under 30 MB RSS', { timeout: 240_000 }, async (t) => {
+test('20,000 anonymous requests with random resource names add no series and under 100 MB RSS', { timeout: 240_000 }, async (t) => {
   const server = await startServer();
   t.after(() => server.stop());
   const admin = h2session(server);
@@ -50,5 +50,9 @@ test('20,000 anonymous requests with random resource names add no series and und
   const notGC = (text: string) => text.split('\n').filter((l) => !l.startsWith('nodejs_gc_duration_seconds')).join('\n');
   assert.equal(seriesCount(notGC(after)), seriesCount(notGC(before)));
   assert.match(after, /apiserver_request_total\{verb="list",resource="other",code="401"\} \d+/);
-  assert.ok(rssAfter - rssBefore < 30 * 2 ** 20, `RSS grew by ${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MB`);
+  // The leak this guards against grew RSS to 1.4 GB (series 3,474 -> 108,194). A bound of 100 MB
+  // still catches any per-request retention (20,000 requests x 5 KB is 100 MB) while leaving room
+  // for V8 collecting lazily on a loaded 2-core machine, where 30 MB failed without a leak
+  // (46-47 MB at load average 15-18). The exact series count above is the precise check.
+  assert.ok(rssAfter - rssBefore < 100 * 2 ** 20, `RSS grew by ${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MB`);
 });

@@ -1,0 +1,83 @@
+// What a server costs at rest with its controllers on, holding the bench's suspended GitTargets:
+// Redis commands second by second through its start-up (informers, first reconcile of every
+// GitTarget), then Redis commands per second and CPU of the server and of redis-server at rest, against the same
+// figures just before it started (the other bench processes idle, controllers off). The rest of the
+// API bench runs its servers with --controllers=none, so none of this is in their figures.
+import { Redis } from 'ioredis';
+import { fmt } from '../common/load.js';
+import type { Child } from '../common/proc.js';
+import { commandDelta, cpuMeter, redisCommandCalls } from '../common/cpu.js';
+import type { Run } from '../common/results.js';
+
+export interface IdleContext {
+  run: Run;
+  redisUrl: string;
+  redisPid: number;
+  /** The Redis hash of every GitTarget (the count is read from it: CREATE adds to the bench's). */
+  objectsKey: string;
+  /** How long after it serves the start-up is watched (second by second) before the measured window. */
+  settleMs: number;
+  measureMs: number;
+  startServer(): Promise<{ child: Child; port: number }>;
+  log(s: string): void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const rate = (c: Record<string, number>, ms: number) => Object.values(c).reduce((a, b) => a + b, 0) / (ms / 1000);
+/** The five busiest commands: per second over `ms`, or as counts without it. */
+const top = (c: Record<string, number>, ms?: number) =>
+  Object.entries(c)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([k, v]) => `${k.toUpperCase()} ${ms ? `${fmt(v / (ms / 1000), 0)}/s` : fmt(v, 0)}`)
+    .join(', ') || 'none';
+
+export async function benchIdle(ctx: IdleContext): Promise<void> {
+  const redis = new Redis(ctx.redisUrl);
+  try {
+    const window = async (pids: Record<string, number>, wantMs: number) => {
+      const c0 = await redisCommandCalls(redis);
+      const meter = cpuMeter(pids);
+      const t0 = performance.now();
+      await sleep(wantMs);
+      const d = meter.delta();
+      const ms = performance.now() - t0;
+      return { cmds: commandDelta(c0, await redisCommandCalls(redis)), cpu: d, ms };
+    };
+    const targets = await redis.hlen(ctx.objectsKey);
+    const before = await window({ redis: ctx.redisPid }, ctx.measureMs);
+    const srv = await ctx.startServer();
+    const pids = { redis: ctx.redisPid, server: srv.child.pid };
+    // The first settleMs after it serves, second by second (informers, first reconcile of every
+    // GitTarget, leases), then the measured window.
+    const perSecond: number[] = [];
+    const startup: Record<string, number> = {};
+    for (let t = 0; t < ctx.settleMs; t += 1000) {
+      const w = await window(pids, 1000);
+      for (const [k, v] of Object.entries(w.cmds)) startup[k] = (startup[k] ?? 0) + v;
+      perSecond.push(rate(w.cmds, w.ms));
+    }
+    const startupCount = Object.values(startup).reduce((a, b) => a + b, 0);
+    const during = await window(pids, ctx.measureMs);
+    await srv.child.stop();
+    const r0 = rate(before.cmds, before.ms);
+    const r1 = rate(during.cmds, during.ms);
+    const share = (cpuMs: number, ms: number) => (100 * cpuMs) / ms;
+    ctx.run.samples('Redis commands/s before, with the idle server', [r0, r1]);
+    ctx.run.samples('Redis commands/s in each second after the server served', perSecond);
+    ctx.run.samples('server CPU % of a core, redis-server CPU % before and with the idle server', [share(during.cpu.server!, during.ms), share(before.cpu.redis!, before.ms), share(during.cpu.redis!, during.ms)]);
+    ctx.run.row({
+      metric: `idle server, controllers on, ${targets.toLocaleString('en-US')} suspended GitTargets: Redis commands`,
+      unit: 'cmd/s',
+      value: r1,
+      baseline: r0,
+      baselineLabel: 'before it started',
+      digits: 0,
+      notes: `first ${fmt(ctx.settleMs / 1000, 0)} s after it served: ${fmt(startupCount, 0)} Redis commands, at most ${fmt(Math.max(...perSecond), 0)}/s (${top(startup)}); then ${fmt(ctx.measureMs / 1000, 0)} s measured: server ${fmt(share(during.cpu.server!, during.ms), 1)}% of a core, redis-server ${fmt(share(during.cpu.redis!, during.ms), 1)}% (before ${fmt(share(before.cpu.redis!, before.ms), 1)}%); commands: ${top(during.cmds, during.ms)}`,
+    });
+    ctx.log(`idle server with controllers: ${fmt(r1, 0)} Redis commands/s (before: ${fmt(r0, 0)}/s): ${top(during.cmds, during.ms)}; server CPU ${fmt(share(during.cpu.server!, during.ms), 1)}%`);
+    ctx.run.write();
+  } finally {
+    redis.disconnect();
+  }
+}
