@@ -10,6 +10,8 @@ import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committe
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
 import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
 import { parseDuration } from '../auth/index.js';
+// The constants only: the listener (fastify) loads when serve starts it.
+import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 
 export class FlagError extends Error {}
 
@@ -39,6 +41,15 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
   { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
+  {
+    name: 'audit-client-ca-file',
+    description:
+      'CA bundle (PEM) for the audit listener: when given, a second HTTPS listener takes kube-apiserver audit EventLists (POST /audit-webhook[/<route>]) from clients whose certificate chains to this CA, and refuses all others at the TLS handshake.',
+  },
+  { name: 'audit-bind-address', description: 'Address of the audit listener (default: --bind-address).' },
+  { name: 'audit-port', description: 'Port of the audit listener; 0 picks a free port (printed on stdout and logged).', default: String(DEFAULT_AUDIT_PORT) },
+  { name: 'audit-max-request-bytes', description: 'Largest EventList body the audit listener accepts (413 beyond).', default: String(DEFAULT_AUDIT_MAX_REQUEST_BYTES) },
+  { name: 'audit-fact-ttl', description: 'How long an attribution fact from the audit log is kept (e.g. 10m, 1h30m).', default: '10m' },
   { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   {
     name: 'sandbox',
@@ -78,8 +89,20 @@ export interface ServeOptions {
   authn: AuthnOptions;
   authz: AuthzOptions;
   registration: RegistrationOptions;
+  /** The audit listener (enabled by --audit-client-ca-file) and the facts' lifetime. */
+  audit: AuditOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
+}
+
+export interface AuditOptions {
+  /** Absent: no audit listener (facts posted to another replica are still read). */
+  clientCAFile?: string;
+  bindAddress: string;
+  /** 0: a free port, chosen at listen. */
+  port: number;
+  maxRequestBytes: number;
+  factTtlMs: number;
 }
 
 export function allServeFlags(): Flag[] {
@@ -195,6 +218,20 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   }
   const sandbox = bool('sandbox', values['sandbox']!);
   if (mode === 'sandbox' && explicit('sandbox') && !sandbox) throw new FlagError('--sandbox=false: the sandbox command always serves the sandbox');
+  const factTtlMs = parseDuration(values['audit-fact-ttl']!);
+  if (factTtlMs === undefined || factTtlMs < 1000 || factTtlMs > 24 * 3_600_000) {
+    throw new FlagError(`--audit-fact-ttl: must be a duration between 1s and 24h (e.g. 10m), got ${JSON.stringify(values['audit-fact-ttl'])}`);
+  }
+  const audit: AuditOptions = {
+    clientCAFile: values['audit-client-ca-file'] || undefined,
+    bindAddress: values['audit-bind-address'] ?? values['bind-address']!,
+    port: int(values, 'audit-port', 0, 65535),
+    maxRequestBytes: int(values, 'audit-max-request-bytes', 1024, 1024 * 1024 * 1024),
+    factTtlMs,
+  };
+  if (audit.clientCAFile && audit.port !== 0 && audit.port === securePort && audit.bindAddress === values['bind-address']) {
+    throw new FlagError(`--audit-port: must differ from --secure-port (both ${securePort})`);
+  }
   let registration: RegistrationOptions;
   try {
     const hostingConfigured = !!values['kubeconfig'] || !!process.env.KUBERNETES_SERVICE_HOST;
@@ -227,6 +264,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     authn: auth.authn,
     authz: auth.authz,
     registration,
+    audit,
     devPKI: !explicit('tls-cert-file') && !explicit('client-ca-file'),
   };
 }

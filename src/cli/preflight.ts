@@ -54,5 +54,11 @@ export function preflightServe(opts: ServeOptions): void {
   }
   if (opts.authn.clientCAFile) certificate('client-ca-file', opts.authn.clientCAFile);
   if (opts.authn.requestHeader.clientCAFile) certificate('requestheader-client-ca-file', opts.authn.requestHeader.clientCAFile);
+  if (opts.audit.clientCAFile) {
+    certificate('audit-client-ca-file', opts.audit.clientCAFile);
+    if (isIP(opts.audit.bindAddress) === 0) {
+      throw new FlagError(`--audit-bind-address: must be an IP address (e.g. 127.0.0.1, 0.0.0.0 or ::), got ${JSON.stringify(opts.audit.bindAddress)}`);
+    }
+  }
   if (opts.authz.policyFile) readFlagFile('authorization-policy-file', opts.authz.policyFile);
 }

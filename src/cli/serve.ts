@@ -16,6 +16,9 @@ import type { CommitEngine } from '../git/index.js';
 import { createServerMetrics } from '../metrics/metrics.js';
 import type { RunningControllers } from '../controllers/index.js';
 import { startRegistration, type RunningRegistration } from './registration.js';
+import { StoreFacts } from '../attribution/facts-store.js';
+import { createAuditMetrics } from '../attribution/metrics.js';
+import type { AttributionFacts } from '../attribution/types.js';
 
 export interface Running {
   server: BuiltServer;
@@ -26,6 +29,13 @@ export interface Running {
   git(): Promise<CommitEngine>;
   /** The store this process serves (benchmarks and tests seed it directly). */
   store: Store;
+  /**
+   * Attribution facts from the audit log, in the store (every replica reads the same ones, whether
+   * or not it runs the audit listener).
+   */
+  facts: AttributionFacts;
+  /** The audit listener, when --audit-client-ca-file is given. */
+  audit: { port: number; url: string } | undefined;
   /** The controllers of this replica (none with --controllers=none). */
   controllers: RunningControllers | undefined;
   url: string;
@@ -113,11 +123,36 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     maxRequestBytes: opts.maxRequestBytes,
     connections: opts.connections,
   });
+  const auditMetrics = createAuditMetrics(metrics.registry);
+  const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
   // A fresh sandbox has the namespaces a fresh cluster has (default, kube-system, ...).
   if (opts.sandbox) await ensureInitialNamespaces(server.registries);
   await server.listen(opts.securePort, opts.bindAddress);
   const url = `https://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${opts.securePort}`;
   log.info('serving', { url, storage: opts.storage, authorizationMode: opts.authz.mode, sandbox: opts.sandbox, mode: opts.mode });
+  // Start-up step: the audit listener, once the API serves (its facts go to the same store).
+  let audit: { port: number; url: string; close(): Promise<void> } | undefined;
+  if (opts.mode === 'serve' && opts.audit.clientCAFile) {
+    const { startAuditListener, AUDIT_PATH } = await import('../attribution/endpoint.js');
+    const listener = await startAuditListener(
+      {
+        tls: { certPem, keyPem, clientCAFile: opts.audit.clientCAFile },
+        facts,
+        log,
+        metrics: auditMetrics,
+        maxRequestBytes: opts.audit.maxRequestBytes,
+        connections: opts.connections,
+      },
+      opts.audit.port,
+      opts.audit.bindAddress,
+    );
+    const host = opts.audit.bindAddress === '0.0.0.0' || opts.audit.bindAddress === '::' ? '127.0.0.1' : opts.audit.bindAddress;
+    const auditUrl = `https://${host.includes(':') ? `[${host}]` : host}:${listener.port}${AUDIT_PATH}`;
+    audit = { port: listener.port, url: auditUrl, close: () => listener.close() };
+    log.info('serving audit webhook', { url: auditUrl, port: listener.port, factTTL: `${opts.audit.factTtlMs / 1000}s` });
+    // Before the kubectl line, which is what scripts and tests wait for: the port is known by then.
+    process.stdout.write(`reverser-apiserver audit webhook is serving on ${auditUrl}\n`);
+  }
   // The admin kubeconfig of the dev PKI; in development also the mirror's way into this server's own sandbox.
   const adminKubeconfig = devAdmin
     ? kubeconfigYAML({
@@ -166,11 +201,14 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     server,
     git,
     store,
+    facts,
+    audit: audit && { port: audit.port, url: audit.url },
     controllers,
     url,
     async stop() {
       if (stopped) return;
       stopped = true;
+      await audit?.close();
       await controllers?.stop();
       registration?.stop();
       await server.close();

@@ -4,6 +4,9 @@ import { Histogram, type Registry } from 'prom-client';
 import type { KubeObject } from '../model/object.js';
 import type { ListOptions, ObjectKey, ResourceRef, Store, WatchCallbacks, WatchOptions } from '../storage/types.js';
 
+/** The `resource` label of record operations (expiring records are not a resource). */
+const RECORDS: ResourceRef = { group: '', resource: 'records' };
+
 export function instrumentStore(store: Store, registry: Registry): Store {
   const latency = new Histogram({
     name: 'reverser_storage_operation_duration_seconds',
@@ -39,6 +42,9 @@ export function instrumentStore(store: Store, registry: Registry): Store {
     renewLease: (n, h, t, ttl) => store.renewLease(n, h, t, ttl),
     checkLease: (n, t) => store.checkLease(n, t),
     releaseLease: (n, h, t) => store.releaseLease(n, h, t),
+    putRecords: (space, batch) => timed('putRecords', RECORDS, () => store.putRecords(space, batch)),
+    getRecords: (space, keys) => timed('getRecords', RECORDS, () => store.getRecords(space, keys)),
+    recordStats: (space) => timed('recordStats', RECORDS, () => store.recordStats(space)),
     unhealthyReason: () => store.unhealthyReason(),
     close: () => store.close(),
   };

@@ -4,6 +4,7 @@
 
 import { DurableLog, type LogRecord, type Warn } from './durable-log.js';
 import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
+import { MemoryRecords, type AppliedBatch, type RecordsSnapshot } from './records.js';
 import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, type LeaseState } from './lease.js';
 import {
   StorageError,
@@ -13,6 +14,8 @@ import {
   type ListOptions,
   type ListResult,
   type ObjectKey,
+  type RecordBatch,
+  type RecordStats,
   type ResourceRef,
   type Store,
   type WatchCallbacks,
@@ -42,7 +45,12 @@ interface Snapshot {
   /** resource id -> [cluster, namespace, name, object][] */
   resources: Record<string, [string, string, string, KubeObject][]>;
   leases: Record<string, LeaseState>;
+  /** Live expiring records (absent in directories written before records existed). */
+  records?: RecordsSnapshot;
 }
+
+/** How often expired records are dropped from memory (reads ignore them regardless). */
+const RECORD_SWEEP_MS = 5000;
 
 export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store> {
   const store = new EmbeddedStore(opts);
@@ -65,6 +73,8 @@ class EmbeddedStore implements Store {
   private baseRV = 0;
   private readonly cache: WatchCache;
   private readonly leases = new Map<string, LeaseState>();
+  private readonly records = new MemoryRecords();
+  private readonly sweeper: NodeJS.Timeout;
   private log: DurableLog | undefined;
   private closed = false;
   /** Every write up to this RV is on disk (writes are logged in RV order, so one number says it). */
@@ -78,6 +88,8 @@ class EmbeddedStore implements Store {
       freeze: opts.freezeObjects,
       progressRV: () => this.rv,
     });
+    this.sweeper = setInterval(() => this.records.sweep(), RECORD_SWEEP_MS);
+    this.sweeper.unref();
   }
 
   async open(dir: string, snapshotEvery: number, warn: Warn = () => {}): Promise<void> {
@@ -93,6 +105,7 @@ class EmbeddedStore implements Store {
         );
       }
       for (const [name, l] of Object.entries(snap.leases)) this.leases.set(name, l);
+      this.records.restore(snap.records);
     }
     loaded.records.forEach((rec, i) => this.replay(rec, log, loaded.offsets[i]!));
     this.durableRV = this.rv;
@@ -105,6 +118,11 @@ class EmbeddedStore implements Store {
   private replay(rec: LogRecord, log: DurableLog, offset: number): void {
     if (rec.op === 'lease') {
       this.leases.set(rec.name as string, rec.l as LeaseState);
+      return;
+    }
+    if (rec.op === 'rec') {
+      // Expired ones are skipped by apply: a restart after the TTL brings nothing back.
+      this.records.apply(rec.b as AppliedBatch);
       return;
     }
     const obj = rec.o as KubeObject;
@@ -128,7 +146,7 @@ class EmbeddedStore implements Store {
       }
       resources[rc.id] = out;
     }
-    return { rv: this.rv, resources, leases: Object.fromEntries(this.leases) };
+    return { rv: this.rv, resources, leases: Object.fromEntries(this.leases), records: this.records.capture() };
   }
 
   private rc(res: ResourceRef): ResourceCache {
@@ -261,6 +279,24 @@ class EmbeddedStore implements Store {
     return this.persist({ op: 'lease', name, l });
   }
 
+  async putRecords(space: string, batch: RecordBatch): Promise<void> {
+    this.writable();
+    const b = this.records.prepare(space, batch);
+    // Applied to memory before the append, like objects: a snapshot taken while the line is queued
+    // must include it. A failed append makes the whole store unavailable, and the caller answers
+    // 500, so the sender retries the batch.
+    this.records.apply(b);
+    await this.persist({ op: 'rec', b });
+  }
+
+  async getRecords(space: string, keys: string[]): Promise<(string | undefined)[]> {
+    return this.records.get(space, keys);
+  }
+
+  async recordStats(space: string): Promise<RecordStats> {
+    return this.records.stats(space);
+  }
+
   unhealthyReason(): string | undefined {
     return this.closed ? 'store is closed' : this.log?.unhealthy;
   }
@@ -268,6 +304,7 @@ class EmbeddedStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.sweeper);
     for (const w of this.durableWaiters.splice(0)) w.reject(new StorageError('Unavailable', 'store is closed'));
     this.cache.stop();
     this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));

@@ -79,6 +79,14 @@ function esc(s: string): string {
 }
 
 /**
+ * Key of a record inside its space (storage/types.ts putRecords): a kind and fields, each escaped,
+ * joined by `:`. The embedded store uses it as a map key, Redis as the tail of `RedisKeys.record`.
+ */
+export function recordKey(kind: string, ...fields: string[]): string {
+  return [kind, ...fields].map(esc).join(':');
+}
+
+/**
  * Redis key builder. Every key carries a hash tag. Keys of one logical cluster share the tag
  * `{c:<cluster>}`; store-wide keys (RV counter, event logs, cluster index, leases) use `{g}`.
  * Because one RV counter orders every write (protocol §3.4/§6.4), a write script touches both
@@ -112,6 +120,25 @@ export class RedisKeys {
   /** Event log (Redis Stream) of one resource; entry id `<rv>-0`. */
   log(res: ResourceRef): string {
     return `${this.prefix}:${this.global()}:log:${esc(resourceId(res))}`;
+  }
+  /**
+   * The hash tag of one record space (an audit route): every key of a space shares it, so a batch
+   * is one script in one slot.
+   */
+  private spaceTag(space: string): string {
+    return this.singleSlot ? `{${this.prefix}}` : `{r:${esc(space)}}`;
+  }
+  /** One expiring record (string `<order>\n<value>`, PEXPIRE'd); `key` comes from recordKey(). */
+  record(space: string, key: string): string {
+    return `${this.prefix}:${this.spaceTag(space)}:rec:${key}`;
+  }
+  /** Sorted set of a space's item ids, scored by their expiry time (ms): recordStats counts it. */
+  recordIds(space: string): string {
+    return `${this.prefix}:${this.spaceTag(space)}:recids`;
+  }
+  /** The newest batch time (ms) of a space. */
+  recordLast(space: string): string {
+    return `${this.prefix}:${this.spaceTag(space)}:reclast`;
   }
   /** Hash {holder, token, expiresAt} of one lease; kept after release so tokens never go back. */
   lease(name: string): string {

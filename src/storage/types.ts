@@ -149,9 +149,54 @@ export interface Store {
   checkLease(name: string, token: number): Promise<boolean>;
   releaseLease(name: string, holder: string, token: number): Promise<void>;
 
+  /**
+   * Expiring records beside the objects (audit facts, src/attribution): no resourceVersion, no
+   * event log, no watch; shared by every process on the backend, kept across restarts, gone after
+   * their TTL. A batch is written atomically within one `space` (an audit route); rejects with
+   * StorageError('Unavailable') when the backend cannot take it, and then nothing of it was written.
+   */
+  putRecords(space: string, batch: RecordBatch): Promise<void>;
+  /** The values of `keys` in `space` (undefined: absent or expired), in one round trip. */
+  getRecords(space: string, keys: string[]): Promise<(string | undefined)[]>;
+  /** How many distinct ids were put in `space` within their TTL, and the newest batch time. */
+  recordStats(space: string): Promise<RecordStats>;
+
   /** Health for /readyz: undefined when healthy, else the reason. */
   unhealthyReason(): string | undefined;
   close(): Promise<void>;
+}
+
+/** One keyed value of a record batch; `key` is built with keys.ts `recordKey`. */
+export interface RecordWrite {
+  key: string;
+  value: string;
+  /**
+   * Latest-wins indexes: a decimal integer (a resourceVersion). The write is skipped when the stored
+   * value has a greater or equal order, so a late or repeated batch never replaces a newer value.
+   * Absent: the write always replaces.
+   */
+  order?: string;
+}
+
+export interface RecordBatch {
+  writes: RecordWrite[];
+  /** The distinct items this batch carries (counted once each by recordStats while they live). */
+  ids: string[];
+  /** Newest item time of the batch (ms since the epoch); recordStats reports the newest. */
+  time: number;
+  /** Every write, id and the space's last time expire this long after the batch (ms). */
+  ttlMs: number;
+}
+
+export interface RecordStats {
+  count: number;
+  /** ms since the epoch; undefined when nothing lives in the space. */
+  lastTime?: number;
+}
+
+/** Whether `a` orders after `b`, both decimal integers of any length (resourceVersions). */
+export function orderAfter(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
 }
 
 export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Expired' | 'Unavailable' | 'Timeout';

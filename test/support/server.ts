@@ -49,6 +49,8 @@ export interface StartedServer {
   key: string;
   /** Everything the process wrote on stderr so far. */
   stderr(): string;
+  /** Everything the process wrote on stdout so far (its start-up lines: URLs, the chosen audit port). */
+  stdout(): string;
   /** True while the child process runs. */
   alive(): boolean;
   /** Process id of the server (for /proc measurements). */
@@ -202,6 +204,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
     key,
     agent,
     stderr: () => err,
+    stdout: () => out,
     pid: child.pid!,
     alive: () => !exited && child.exitCode === null,
     request,

@@ -37,3 +37,4 @@ export class Script {
 
 export const writeScript = new Script('./write.lua');
 export const leaseScript = new Script('./lease.lua');
+export const recordsScript = new Script('./records.lua');

@@ -12,6 +12,8 @@ import {
   type ListOptions,
   type ListResult,
   type ObjectKey,
+  type RecordBatch,
+  type RecordStats,
   type ResourceRef,
   type Store,
   type StoreEvent,
@@ -21,7 +23,7 @@ import {
 } from '../types.js';
 import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
-import { leaseScript, writeScript } from './scripts.js';
+import { leaseScript, recordsScript, writeScript } from './scripts.js';
 import { RedisHealth } from './health.js';
 
 export interface RedisStoreOptions {
@@ -428,6 +430,47 @@ class RedisStore implements Store {
 
   async releaseLease(name: string, holder: string, token: number): Promise<void> {
     await this.lease('release', name, holder, token, 0);
+  }
+
+  // ---- expiring records (records.lua) -------------------------------------------------------
+
+  putRecords(space: string, batch: RecordBatch): Promise<void> {
+    return this.bounded(async () => {
+      if (this.closed) throw new StorageError('Unavailable', 'store is closed');
+      const keys = [this.keys.recordIds(space), this.keys.recordLast(space), ...batch.writes.map((w) => this.keys.record(space, w.key))];
+      const args: (string | number)[] = ['put', Math.max(1, Math.ceil(batch.ttlMs)), Math.floor(batch.time), batch.ids.length, ...batch.ids];
+      for (const w of batch.writes) args.push(w.value, w.order ?? '');
+      try {
+        await recordsScript.run(this.cmd, keys, args);
+      } catch (err) {
+        throw this.unavailable(err);
+      }
+    });
+  }
+
+  getRecords(space: string, keys: string[]): Promise<(string | undefined)[]> {
+    if (keys.length === 0) return Promise.resolve([]);
+    return this.bounded(async () => {
+      let raw: (string | null)[];
+      try {
+        raw = await this.cmd.mget(...keys.map((k) => this.keys.record(space, k)));
+      } catch (err) {
+        throw this.unavailable(err);
+      }
+      return raw.map((v) => (v === null ? undefined : v.slice(v.indexOf('\n') + 1)));
+    });
+  }
+
+  recordStats(space: string): Promise<RecordStats> {
+    return this.bounded(async () => {
+      let r: [number, string];
+      try {
+        r = (await recordsScript.run(this.cmd, [this.keys.recordIds(space), this.keys.recordLast(space)], ['stats'])) as [number, string];
+      } catch (err) {
+        throw this.unavailable(err);
+      }
+      return r[1] === '' ? { count: Number(r[0]) } : { count: Number(r[0]), lastTime: Number(r[1]) };
+    });
   }
 
   unhealthyReason(): string | undefined {
