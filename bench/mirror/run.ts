@@ -2,6 +2,7 @@
 // 1. API GET p99 while a 10,000-object snapshot commits, against the idle p99 of the same server in
 //    the same run (target ≤ 2×), with the git engine in its worker thread — and, for contrast, the
 //    same snapshot committed by an engine on the main thread (what the server did before).
+//    Every round is reported (median and range) and written to bench/results/.
 // 2. CommitRequest create → Committed over 100 requests (target p50 ≤ 1 s, p99 ≤ 2 s) with a
 //    local `git http-backend` remote.
 // The server runs in this process (serve()); the GET load runs in a child process.
@@ -17,10 +18,14 @@ import { GitEngine } from '../../src/git/index.js';
 import { startGitServer } from '../../test/support/git-server.js';
 import { cleanup, freePort, tempDir } from '../common/proc.js';
 import { fmt, median, quantile } from '../common/load.js';
+import { baselineSpread, beginRun, spread } from '../common/results.js';
 
 const quick = process.argv.includes('--quick');
 const OBJECTS = quick ? 2_000 : 10_000;
 const REQUESTS = quick ? 20 : 100;
+const roundsAt = process.argv.indexOf('--rounds');
+const ROUNDS = roundsAt > 0 ? Number(process.argv[roundsAt + 1]) : 3;
+const PARAMS = { objects: OBJECTS, requests: REQUESTS, rounds: ROUNDS, quick };
 const here = fileURLToPath(new URL('.', import.meta.url));
 const GV = '/apis/configbutler.ai/v1alpha1';
 const exec = promisify(execFile);
@@ -59,7 +64,6 @@ async function main() {
   };
   const b64 = (v: string) => Buffer.from(v).toString('base64');
 
-  const results: string[] = [];
   try {
     // GitTargets: one for the snapshot (local: repository), one for CommitRequests (http-backend).
     const gt = (name: string, url: string, commit: Record<string, unknown>) => ({
@@ -69,7 +73,8 @@ async function main() {
       spec: { repository: { url, ...(url.startsWith('http') ? { secretRef: { name: 'git-creds' } } : {}) }, branch: 'main', path: 'clusters/bench', commit },
     });
     for (const [name, url, commit] of [
-      ['snap', 'local:snap', { mode: 'OnRequest' }],
+      // One GitTarget (and repository) per round: every round is a first snapshot into an empty folder.
+      ...Array.from({ length: ROUNDS }, (_, i) => [`snap-${i + 1}`, `local:snap-${i + 1}`, { mode: 'OnRequest' }] as const),
       ['creq', remote.url('config'), { mode: 'OnRequest' }],
     ] as const) {
       const r = await api('POST', `${GV}/namespaces/bench/gittargets`, gt(name, url, commit));
@@ -88,51 +93,93 @@ async function main() {
     await running.store.create({ group: '', resource: 'secrets' }, { cluster: '_', namespace: 'bench', name: 'git-creds' }, {
       apiVersion: 'v1', kind: 'Secret', metadata: { name: 'git-creds', namespace: 'bench', uid: randomUUID() }, data: { username: b64(remote.username), password: b64(remote.password) },
     });
-    const snapObj = (await api('GET', `${GV}/namespaces/bench/gittargets/snap`)).body;
-    const snapKey = { cluster: '_', namespace: 'bench', name: 'snap', uid: snapObj.metadata.uid };
+    const snapKeys = [];
+    for (let i = 1; i <= ROUNDS; i++) {
+      const o = (await api('GET', `${GV}/namespaces/bench/gittargets/snap-${i}`)).body;
+      snapKeys.push({ cluster: '_', namespace: 'bench', name: `snap-${i}`, uid: o.metadata.uid as string });
+    }
 
     const load = async (durationMs: number) => {
-      const out = await exec(process.execPath, [join(here, 'load-child.js'), '127.0.0.1', String(port), join(dir, 'certs'), `${GV}/namespaces/bench/gittargets/snap`, String(durationMs), '8'], { maxBuffer: 1 << 28 });
+      const out = await exec(process.execPath, [join(here, 'load-child.js'), '127.0.0.1', String(port), join(dir, 'certs'), `${GV}/namespaces/bench/gittargets/snap-1`, String(durationMs), '8'], { maxBuffer: 1 << 28 });
       return JSON.parse(out.stdout) as { starts: number[]; lat: number[]; errors: number; firstError?: string };
     };
     const during = (l: { starts: number[]; lat: number[] }, from: number, to: number) => l.lat.filter((_, i) => l.starts[i]! >= from && l.starts[i]! <= to);
 
-    // 1a. Idle.
-    await load(1000); // warm-up
-    const idle = await load(3000);
-    const idleP99 = quantile(idle.lat, 0.99);
-    // 1b. Snapshot through the windows controller (engine in the worker).
-    const objects = Array.from({ length: OBJECTS }, (_, i) => cm(i, 'v0'));
-    const loadW = load(quick ? 6000 : 12_000);
-    await new Promise((r) => setTimeout(r, 1000));
-    const w0 = Date.now();
-    await sink.snapshot(snapKey, { id: 'bench-1', writes: objects });
-    const landed = await new Promise<number>((resolve) => {
-      const off = sink.onSnapshotLanded((_t, id) => {
-        if (id === 'bench-1') {
-          off();
-          resolve(Date.now());
-        }
-      });
-    });
-    const lw = await loadW;
-    const workerLat = during(lw, w0, landed);
-    // 1c. The same snapshot by an engine on the main thread (another repository), for contrast.
+    // 1. Per round: the idle p99, then the same load while the windows controller commits a
+    //    snapshot through the worker, then (contrast) the same objects committed by an engine on the
+    //    main thread. Each round commits into a new repository: every commit is a first snapshot.
+    const apiRun = beginRun({ bench: 'mirror', scenario: 'mirror.api-during-snapshot', title: 'API GET p99 while a snapshot commits', columns: { value: 'during snapshot', baseline: 'idle' }, order: 1, params: PARAMS });
+    const idleP99s: number[] = [];
+    const workerP99s: number[] = [];
+    const mainP99s: number[] = [];
+    const workerMs: number[] = [];
+    const mainMs: number[] = [];
     const mainEngine = new GitEngine({ dataDir: join(dir, 'main-thread') });
-    const loadM = load(quick ? 6000 : 12_000);
-    await new Promise((r) => setTimeout(r, 1000));
-    const m0 = Date.now();
-    await mainEngine.commit({ repository: { url: 'local:main' }, branch: 'main', folder: 'clusters/bench', changes: objects, author: { name: 'b', email: 'b@x.io' }, message: 'snapshot' });
-    const m1 = Date.now();
-    const lm = await loadM;
-    const mainLat = during(lm, m0, m1);
-    const ratio = quantile(workerLat, 0.99) / idleP99;
-    results.push(
-      `API GET p99 idle                        ${fmt(idleP99)} ms (${idle.lat.length} requests)`,
-      `API GET p99 during ${OBJECTS}-object snapshot (worker)  ${fmt(quantile(workerLat, 0.99))} ms over ${workerLat.length} requests; snapshot ${landed - w0} ms; ratio ${fmt(ratio, 2)}× (target ≤ 2×) ${ratio <= 2 ? 'MET' : 'MISSED'}`,
-      `API GET p99 during the same snapshot on the main thread  ${fmt(quantile(mainLat, 0.99))} ms over ${mainLat.length} requests (max ${fmt(Math.max(...mainLat))} ms); commit ${m1 - m0} ms; ratio ${fmt(quantile(mainLat, 0.99) / idleP99, 2)}×`,
+    await load(1000); // warm-up
+    for (let round = 1; round <= ROUNDS; round++) {
+      const idle = await load(3000);
+      idleP99s.push(quantile(idle.lat, 0.99));
+      const objects = Array.from({ length: OBJECTS }, (_, i) => cm(i, 'v0'));
+      const loadW = load(quick ? 8000 : 20_000);
+      await new Promise((r) => setTimeout(r, 1000));
+      const w0 = Date.now();
+      const id = `bench-${round}`;
+      const landedP = new Promise<number>((resolve) => {
+        const off = sink.onSnapshotLanded((_t, landedId) => {
+          if (landedId === id) {
+            off();
+            resolve(Date.now());
+          }
+        });
+      });
+      await sink.snapshot(snapKeys[round - 1]!, { id, writes: objects });
+      const landed = await landedP;
+      const lw = await loadW;
+      if (landed > w0 + (quick ? 7000 : 19_000)) throw new Error(`round ${round}: the snapshot took ${landed - w0} ms, longer than the load ran`);
+      workerP99s.push(quantile(during(lw, w0, landed), 0.99));
+      workerMs.push(landed - w0);
+      const loadM = load(quick ? 8000 : 15_000);
+      await new Promise((r) => setTimeout(r, 1000));
+      const m0 = Date.now();
+      await mainEngine.commit({ repository: { url: `local:main-${round}` }, branch: 'main', folder: 'clusters/bench', changes: objects, author: { name: 'b', email: 'b@x.io' }, message: `snapshot ${round}` });
+      const m1 = Date.now();
+      const lm = await loadM;
+      if (m1 > m0 + (quick ? 7000 : 14_000)) throw new Error(`round ${round}: the main-thread commit took ${m1 - m0} ms, longer than the load ran`);
+      mainP99s.push(quantile(during(lm, m0, m1), 0.99));
+      mainMs.push(m1 - m0);
+      console.error(`round ${round}: idle p99 ${fmt(idleP99s.at(-1)!)} ms; worker p99 ${fmt(workerP99s.at(-1)!)} ms (snapshot ${landed - w0} ms); main thread p99 ${fmt(mainP99s.at(-1)!)} ms (commit ${m1 - m0} ms)`);
+    }
+    const ratios = workerP99s.map((w, i) => w / idleP99s[i]!);
+    const ratio = spread(ratios).value;
+    apiRun.samples('idle p99 ms', idleP99s);
+    apiRun.samples('worker p99 ms', workerP99s);
+    apiRun.samples('main-thread p99 ms', mainP99s);
+    apiRun.samples('worker snapshot ms', workerMs);
+    apiRun.samples('main-thread commit ms', mainMs);
+    apiRun.row({
+      metric: `API GET p99 during a ${OBJECTS}-object snapshot, engine in the worker (median of ${ROUNDS} rounds)`,
+      unit: 'ms',
+      ...spread(workerP99s),
+      ...baselineSpread(idleP99s),
+      ratio,
+      ratioStyle: 'times',
+      target: '≤ 2× idle p99',
+      met: ratio <= 2,
+      notes: `ratio is the median of the per-round ratios (${ratios.map((x) => fmt(x, 2)).join(', ')}); snapshot ${spread(workerMs).value} ms median`,
+    });
+    apiRun.row({
+      metric: 'the same snapshot committed on the main thread (contrast)',
+      unit: 'ms',
+      ...spread(mainP99s),
+      ...baselineSpread(idleP99s),
+      ratio: spread(mainP99s.map((m, i) => m / idleP99s[i]!)).value,
+      ratioStyle: 'times',
+      notes: `commit ${spread(mainMs).value} ms median`,
+    });
+    apiRun.write();
+    console.log(
+      `API GET p99 idle ${fmt(spread(idleP99s).value)} ms; during the snapshot (worker) ${fmt(spread(workerP99s).value)} ms: ${fmt(ratio, 2)}× (target ≤ 2×) ${ratio <= 2 ? 'MET' : 'MISSED'}; main thread ${fmt(spread(mainP99s).value)} ms`,
     );
-    console.log(results.join('\n'));
 
     // 2. CommitRequests: one change, then a request; create → Committed.
     const creqObj = (await api('GET', `${GV}/namespaces/bench/gittargets/creq`)).body;
@@ -157,6 +204,11 @@ async function main() {
     }
     const p50 = median(times);
     const p99 = quantile(times, 0.99);
+    const creqRun = beginRun({ bench: 'mirror', scenario: 'mirror.commitrequest', title: 'CommitRequest create → Committed', columns: { value: 'server', baseline: '—' }, order: 2, params: PARAMS });
+    creqRun.samples('create → Committed ms', times);
+    creqRun.row({ metric: `CommitRequest create → Committed, p50 of ${REQUESTS}`, unit: 'ms', value: p50, n: times.length, target: '≤ 1,000 ms', met: p50 <= 1000 });
+    creqRun.row({ metric: `CommitRequest create → Committed, p99 of ${REQUESTS}`, unit: 'ms', value: p99, n: times.length, valueRange: [Math.min(...times), Math.max(...times)], target: '≤ 2,000 ms', met: p99 <= 2000 });
+    creqRun.write();
     console.log(`CommitRequest create → Committed over ${REQUESTS}: p50 ${fmt(p50)} ms (target ≤ 1000) ${p50 <= 1000 ? 'MET' : 'MISSED'}, p99 ${fmt(p99)} ms (target ≤ 2000) ${p99 <= 2000 ? 'MET' : 'MISSED'}, max ${fmt(Math.max(...times))} ms`);
   } finally {
     await running.stop();

@@ -3,6 +3,7 @@
 // printer columns live here.
 import { Type, type Static } from '@sinclair/typebox';
 import { ConditionsSchema, kindSchema } from './meta.js';
+import { DNS1123_SUBDOMAIN_MSG, isDNS1123Subdomain } from './object-meta.js';
 import { type FieldError, forbiddenField, invalidValue } from './field-errors.js';
 // What the git engine can write to is decided by the shared destination rules (src/model).
 import { validateRepositoryURL, validateTargetPath } from '../model/destination.js';
@@ -127,6 +128,21 @@ export const GitTargetSpecSchema = Type.Object(
       Type.Boolean({ default: false, description: 'Also mirror cluster-generated objects (kube-root-ca.crt, service-account tokens, leader-election objects, events).' }),
     ),
     suspend: Type.Optional(Type.Boolean({ default: false, description: 'Stop mirroring and committing until set back to false.' })),
+    attribution: Type.Optional(
+      Type.Object(
+        {
+          auditRoute: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 253,
+              description:
+                'The audit route (a lowercase DNS subdomain) whose facts name the author of each mirrored change: the route the source cluster\'s kube-apiserver posts its audit events to. Omitted: "hosting" for the default source when the audit listener is enabled, else no per-edit attribution (a CommitRequest names the author).',
+            }),
+          ),
+        },
+        { additionalProperties: false, description: 'Per-edit attribution from the source cluster\'s audit log.' },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'GitTargetSpec is the desired destination and scope of the mirror.' },
 );
@@ -204,6 +220,10 @@ export function validateGitTarget(obj: Record<string, unknown>): FieldError[] {
         );
       }
     });
+  }
+  const route = dig(obj, 'spec', 'attribution', 'auditRoute');
+  if (typeof route === 'string' && route !== '' && !isDNS1123Subdomain(route)) {
+    errs.push(invalidValue('spec.attribution.auditRoute', route, DNS1123_SUBDOMAIN_MSG));
   }
   const idle = dig(obj, 'spec', 'commit', 'idleSeconds');
   const maxAge = dig(obj, 'spec', 'commit', 'maxAgeSeconds');

@@ -18,16 +18,56 @@ export function isDNS1123Label(s: string): boolean {
   return s.length <= 63 && DNS1123_LABEL.test(s);
 }
 
-function qualifiedNameError(key: string): string | undefined {
+// The messages are k8s.io/apimachinery's (kube-apiserver 1.37: lengths in bytes, every failed rule
+// its own message), so a client sees exactly what kube-apiserver would answer.
+const LABEL_KEY_FMT = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
+const LABEL_VALUE_FMT = `(${LABEL_KEY_FMT})?`;
+const LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_MSG =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/** validation.RegexError: the message, its examples and the regex. */
+function regexError(msg: string, fmt: string, ...examples: string[]): string {
+  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
+}
+const maxLenError = (n: number) => `must be no more than ${n} bytes`;
+const bytes = (s: string) => Buffer.byteLength(s);
+
+/** validation.IsDNS1123Subdomain's messages. */
+function dns1123SubdomainErrors(s: string): string[] {
+  const errs: string[] = [];
+  if (bytes(s) > 253) errs.push(maxLenError(253));
+  if (!DNS1123_SUBDOMAIN.test(s)) errs.push(DNS1123_SUBDOMAIN_MSG);
+  return errs;
+}
+
+/**
+ * validation.IsLabelKey (alias IsQualifiedName): an optional DNS-subdomain prefix (at most 253
+ * bytes) and `/`, then a name of at most 63 bytes. Every message that applies, in kube's order.
+ */
+export function labelKeyErrors(key: string): string[] {
+  const errs: string[] = [];
+  let name = key;
   const slash = key.indexOf('/');
-  const [prefix, name] = slash >= 0 ? [key.slice(0, slash), key.slice(slash + 1)] : ['', key];
-  if (slash >= 0 && (prefix === '' || !isDNS1123Subdomain(prefix))) return 'prefix part must be a lowercase RFC 1123 subdomain';
-  if (name === '') return 'name part must be non-empty';
-  if (name.length > 63) return 'name part must be no more than 63 characters';
-  if (!QUALIFIED_NAME.test(name)) {
-    return "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+  if (slash >= 0) {
+    const prefix = key.slice(0, slash);
+    name = key.slice(slash + 1);
+    if (name.includes('/')) return [`a valid label key ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+    if (prefix === '') errs.push('prefix part must be non-empty');
+    else errs.push(...dns1123SubdomainErrors(prefix).map((m) => `prefix part ${m}`));
   }
-  return undefined;
+  if (name === '') errs.push('name part must be non-empty');
+  else if (bytes(name) > 63) errs.push(`name part ${maxLenError(63)}`);
+  if (!QUALIFIED_NAME.test(name)) errs.push(`name part ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')}`);
+  return errs;
+}
+
+/** validation.IsValidLabelValue. */
+export function labelValueErrors(value: string): string[] {
+  const errs: string[] = [];
+  if (bytes(value) > 63) errs.push(maxLenError(63));
+  if (value !== '' && !LABEL_VALUE.test(value)) errs.push(regexError(LABEL_VALUE_MSG, LABEL_VALUE_FMT, 'MyValue', 'my_value', '12345'));
+  return errs;
 }
 
 export function validateObjectMeta(meta: Record<string, any>, opts: { namespaced: boolean; requireName: boolean }): FieldError[] {
@@ -46,29 +86,21 @@ export function validateObjectMeta(meta: Record<string, any>, opts: { namespaced
     errs.push(invalidValue('metadata.namespace', meta.namespace, 'a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\''));
   }
   for (const [k, v] of Object.entries((meta.labels ?? {}) as Record<string, unknown>)) {
-    const why = qualifiedNameError(k);
-    if (why) errs.push(invalidValue(`metadata.labels`, k, why));
-    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
-      errs.push(
-        invalidValue(
-          `metadata.labels`,
-          v,
-          "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters",
-        ),
-      );
-    }
+    for (const why of labelKeyErrors(k)) errs.push(invalidValue('metadata.labels', k, why));
+    // Non-strings never get here (the schema types labels); kept as one plain message if they do.
+    if (typeof v !== 'string') errs.push(invalidValue('metadata.labels', v, 'must be a string'));
+    else for (const why of labelValueErrors(v)) errs.push(invalidValue('metadata.labels', v, why));
   }
   let annotationBytes = 0;
   for (const [k, v] of Object.entries((meta.annotations ?? {}) as Record<string, unknown>)) {
-    const why = qualifiedNameError(k.toLowerCase());
-    if (why) errs.push(invalidValue('metadata.annotations', k, why));
+    for (const why of labelKeyErrors(k.toLowerCase())) errs.push(invalidValue('metadata.annotations', k, why));
     annotationBytes += Buffer.byteLength(k) + Buffer.byteLength(String(v));
   }
   if (annotationBytes > TOTAL_ANNOTATION_BYTES) errs.push(tooLong('metadata.annotations', TOTAL_ANNOTATION_BYTES));
   const finalizers: unknown[] = Array.isArray(meta.finalizers) ? meta.finalizers : [];
   const seen = new Set<string>();
   finalizers.forEach((f, i) => {
-    if (typeof f !== 'string' || qualifiedNameError(f)) {
+    if (typeof f !== 'string' || labelKeyErrors(f).length > 0) {
       errs.push(invalidValue(`metadata.finalizers[${i}]`, f, 'must be a qualified name (e.g. example.com/my-finalizer)'));
     } else if (seen.has(f)) {
       errs.push({ type: 'FieldValueDuplicate', field: `metadata.finalizers[${i}]`, value: f });

@@ -144,6 +144,11 @@ export function methodNotAllowed(): StatusError {
   return failure(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
 }
 
+/** A verb the resource does not support (e.g. a watch of a status subresource): apimachinery's NewMethodNotSupported. */
+export function methodNotSupported(gr: GroupResource, verb: string): StatusError {
+  return failure(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind ${JSON.stringify(qualified(gr))}`, { ...groupOf(gr), kind: gr.resource });
+}
+
 export function notAcceptable(message = 'only the following media types are accepted: application/json, application/yaml'): StatusError {
   return failure(406, 'NotAcceptable', message);
 }

@@ -39,22 +39,39 @@ export interface Producible {
 
 const META_GROUP = 'meta.k8s.io';
 
+/** The meta.k8s.io version a Table or PartialObjectMetadata(List) was asked for; kube answers in it. */
+export type MetaVersion = 'meta.k8s.io/v1' | 'meta.k8s.io/v1beta1';
+
+export interface Negotiated {
+  output: Output;
+  /** apiVersion of the Table or PartialObjectMetadata(List) (and of the rows' PartialObjectMetadata). */
+  metaVersion: MetaVersion;
+}
+
 /** Throws a 406 Status when nothing acceptable can be produced. */
-export function negotiate(accept: string | undefined, can: Producible): Output {
+export function negotiateAs(accept: string | undefined, can: Producible): Negotiated {
+  const plain = (output: Output): Negotiated => ({ output, metaVersion: 'meta.k8s.io/v1' });
   for (const r of parseAccept(accept)) {
     const as = r.params['as'];
     if (r.type === 'application/json' || r.type === 'application/yaml') {
-      if (!as) return r.type === 'application/yaml' ? 'yaml' : 'json';
+      if (!as) return plain(r.type === 'application/yaml' ? 'yaml' : 'json');
       if (r.params['g'] !== META_GROUP) continue;
       const v = r.params['v'];
-      if (as === 'Table' && (v === 'v1' || v === 'v1beta1') && can.table) return 'table';
-      if (as === 'PartialObjectMetadata' && (v === 'v1' || v === 'v1beta1') && can.partial) return 'partial';
-      if (as === 'PartialObjectMetadataList' && (v === 'v1' || v === 'v1beta1') && can.partialList) return 'partial-list';
+      if (v !== 'v1' && v !== 'v1beta1') continue;
+      const metaVersion: MetaVersion = `${META_GROUP}/${v}`;
+      if (as === 'Table' && can.table) return { output: 'table', metaVersion };
+      if (as === 'PartialObjectMetadata' && can.partial) return { output: 'partial', metaVersion };
+      if (as === 'PartialObjectMetadataList' && can.partialList) return { output: 'partial-list', metaVersion };
       continue;
     }
-    if (r.type === '*/*' || r.type === 'application/*') return 'json';
+    if (r.type === '*/*' || r.type === 'application/*') return plain('json');
   }
   throw notAcceptable();
+}
+
+/** negotiateAs without the meta.k8s.io version. */
+export function negotiate(accept: string | undefined, can: Producible): Output {
+  return negotiateAs(accept, can).output;
 }
 
 /** The parameters of an aggregated-discovery Accept alternative, if the list asks for one we serve. */

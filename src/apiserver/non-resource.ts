@@ -75,7 +75,39 @@ function openapiV2(ctx: NonResourceContext, req: FastifyRequest, reply: FastifyR
   throw status.notAcceptable('only the following media types are accepted: application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf');
 }
 
+const V3_PROTOBUF = new Set(['com.github.proto-openapi.spec.v3@v1.0+protobuf', 'com.github.proto-openapi.spec.v3.v1.0+protobuf']);
+
+/**
+ * Whether a group-version's OpenAPI v3 may be answered with JSON. kube-openapi's handler3 takes the
+ * Accept alternatives by quality, concrete types before wildcards, and serves the first of JSON or
+ * protobuf that one matches (a q=0 alternative counts too, as there). We produce no protobuf, so a
+ * protobuf alternative is passed over for a later JSON one; none means 406, as kube answers a type it
+ * cannot produce.
+ */
+export function openapiV3AcceptsJSON(accept: string | undefined): boolean {
+  const ranges = parseAccept(accept).map((r, i) => {
+    const [type = '', sub = ''] = r.type.split('/');
+    const q = Number(r.params['q'] ?? '1');
+    return { type, sub, q: Number.isFinite(q) ? q : 0, i };
+  });
+  ranges.sort((a, b) => b.q - a.q || Number(a.type === '*') - Number(b.type === '*') || Number(a.sub === '*') - Number(b.sub === '*') || a.i - b.i);
+  for (const r of ranges) {
+    if (r.type !== 'application' && r.type !== '*') continue;
+    if (r.sub === 'json' || r.sub === '*') return true;
+    // A V3_PROTOBUF alternative is what kube would send here; we cannot, so read on.
+  }
+  return false;
+}
+
 function openapiV3GroupVersion(req: FastifyRequest, reply: FastifyReply, query: URLSearchParams, gv: OpenAPIGroupVersionDoc): FastifyReply {
+  if (!openapiV3AcceptsJSON(req.headers.accept)) {
+    throw new status.StatusError(
+      status.notAcceptable(
+        `only the following media types are accepted: application/json (this server does not produce ${[...V3_PROTOBUF].map((t) => `application/${t}`).join(' or ')})`,
+      ).status,
+      { vary: 'Accept' },
+    );
+  }
   const hash = query.get('hash');
   if (hash !== null && hash !== gv.hash) {
     return reply.code(301).header('location', `/openapi/v3/${gv.path}?hash=${gv.hash}`).send();

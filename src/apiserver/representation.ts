@@ -11,8 +11,11 @@ export function parseIncludeObject(v: string | null): IncludeObject {
   throw badRequest(`includeObject: unsupported value "${v}": supported values: "None", "Metadata", "Object"`);
 }
 
-export function partialObjectMetadata(obj: KubeObject): Record<string, unknown> {
-  return { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata };
+/** apiVersion of a Table or PartialObjectMetadata: the version the client asked for (v1 or v1beta1, same shape). */
+export type MetaAPIVersion = 'meta.k8s.io/v1' | 'meta.k8s.io/v1beta1';
+
+export function partialObjectMetadata(obj: KubeObject, apiVersion: MetaAPIVersion = 'meta.k8s.io/v1'): Record<string, unknown> {
+  return { kind: 'PartialObjectMetadata', apiVersion, metadata: obj.metadata };
 }
 
 /** Human age like kubectl's: 45s, 5m, 3h, 2d, 3y. */
@@ -44,14 +47,14 @@ export function tableColumns(def: ResourceDefinition): Array<Record<string, unkn
   ];
 }
 
-export function tableRow(def: ResourceDefinition, obj: KubeObject, include: IncludeObject, now: number): Record<string, unknown> {
+export function tableRow(def: ResourceDefinition, obj: KubeObject, include: IncludeObject, now: number, apiVersion: MetaAPIVersion = 'meta.k8s.io/v1'): Record<string, unknown> {
   const cells: unknown[] = [obj.metadata.name ?? ''];
   for (const c of def.columns) {
     const v = c.value(obj);
     cells.push(c.type === 'date' ? humanAge(v as string | null, now) : v ?? (c.type === 'string' ? '' : null));
   }
   const row: Record<string, unknown> = { cells };
-  if (include === 'Metadata') row.object = partialObjectMetadata(obj);
+  if (include === 'Metadata') row.object = partialObjectMetadata(obj, apiVersion);
   else if (include === 'Object') row.object = obj;
   return row;
 }
@@ -62,13 +65,14 @@ export function table(
   listMeta: Record<string, unknown>,
   include: IncludeObject,
   withColumns = true,
+  apiVersion: MetaAPIVersion = 'meta.k8s.io/v1',
 ): Record<string, unknown> {
   const now = Date.now();
   return {
     kind: 'Table',
-    apiVersion: 'meta.k8s.io/v1',
+    apiVersion,
     metadata: listMeta,
     columnDefinitions: withColumns ? tableColumns(def) : null,
-    rows: items.map((o) => tableRow(def, o, include, now)),
+    rows: items.map((o) => tableRow(def, o, include, now, apiVersion)),
   };
 }

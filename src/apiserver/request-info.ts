@@ -2,6 +2,7 @@
 // Paths may carry a kcp logical-cluster prefix: /clusters/<name>/apis/... ; `*` is the wildcard
 // (cross-cluster list/watch only).
 import { DEFAULT_CLUSTER } from '../storage/types.js';
+import { exactFieldMatch } from './selectors.js';
 
 export interface RequestInfo {
   /** Logical cluster; '*' for the kcp wildcard. DEFAULT_CLUSTER without a /clusters/ prefix. */
@@ -21,6 +22,11 @@ export interface RequestInfo {
   authorizationName: string;
   /** Path segments after /api/<version> or /apis/<group>/<version> (for 404 decisions). */
   parts: string[];
+  /**
+   * The deprecated `/watch/` form (`/apis/<g>/<v>/watch/[namespaces/<ns>/]<resource>[/<name>]`):
+   * still served by kube-apiserver, always a watch, of one name when the path names one.
+   */
+  legacyWatch: boolean;
 }
 
 /** Logical cluster names as kcp resolves them: lower-case alphanumerics and dashes, no path (":") forms. */
@@ -60,6 +66,7 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
     name: '',
     authorizationName: '',
     parts: [],
+    legacyWatch: false,
   };
   const segs = splitPath(path).map((s) => {
     try {
@@ -81,6 +88,12 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
   info.parts = parts;
   if (parts.length === 0) return info; // /api/<v> or /apis/<g>/<v> discovery
   info.isResourceRequest = true;
+  // RequestInfoFactory's special verb: /watch/<rest> is a watch of <rest>, whatever the method
+  // (only GET is routed; others are 405 after authorization, as in kube-apiserver).
+  if (parts[0] === 'watch' && parts.length >= 2) {
+    info.legacyWatch = true;
+    parts = parts.slice(1);
+  }
   if (parts[0] === 'namespaces' && parts.length > 1) {
     info.namespace = parts[1]!;
     // /namespaces/<ns>/<resource>... unless the third part is a subresource of the namespace itself
@@ -94,19 +107,19 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
 
   const m = method.toUpperCase();
   const isWatch = ['true', '1'].includes((query.get('watch') ?? '').toLowerCase());
-  if (m === 'GET' || m === 'HEAD') {
-    if (info.name) info.verb = 'get';
-    else info.verb = isWatch ? 'watch' : 'list';
-    // A list or watch narrowed to one name is authorized as that name (RBAC resourceNames).
-    if (!info.name && (info.verb === 'list' || info.verb === 'watch')) {
-      const fs = query.get('fieldSelector');
-      const m2 = fs ? /^metadata\.name==?([^,]+)$/.exec(fs) : null;
-      if (m2) info.authorizationName = m2[1]!;
-    }
-  } else if (m === 'POST') info.verb = 'create';
+  if (info.legacyWatch) info.verb = 'watch';
+  else if (m === 'GET' || m === 'HEAD') info.verb = info.name ? 'get' : isWatch ? 'watch' : 'list';
+  else if (m === 'POST') info.verb = 'create';
   else if (m === 'PUT') info.verb = 'update';
   else if (m === 'PATCH') info.verb = 'patch';
   else if (m === 'DELETE') info.verb = info.name ? 'delete' : 'deletecollection';
+  // A list or watch narrowed to one name is authorized as that name (RBAC resourceNames), as
+  // RequestInfoFactory does: the selector's exact metadata.name, escapes resolved, if it could be a
+  // path segment.
+  if (!info.name && (info.verb === 'list' || info.verb === 'watch')) {
+    const n = exactFieldMatch(query.get('fieldSelector'), 'metadata.name');
+    if (n && n !== '.' && n !== '..' && !/[/%]/.test(n)) info.authorizationName = n;
+  }
   if (!info.authorizationName) info.authorizationName = info.name;
   return info;
 }

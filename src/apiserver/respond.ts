@@ -1,6 +1,9 @@
 // Writing responses: one place that serializes bodies, sets content types and warning headers.
 import type { FastifyReply } from 'fastify';
-import { gzipSync } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip, gzipSync } from 'node:zlib';
+import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
 import type { Status } from '../api/status.js';
@@ -79,16 +82,125 @@ export function jsonOf(obj: object): string {
   return s;
 }
 
-/** A list body built from cached item serializations. */
-export function listJSON(head: Record<string, unknown>, items: object[]): string {
-  const h = JSON.stringify(head);
-  return `${h.slice(0, -1)}${h.length > 2 ? ',' : ''}"items":[${items.map(jsonOf).join(',')}]}`;
-}
-
 export function sendJSONText(reply: FastifyReply, code: number, text: string, warnings: string[] = []): FastifyReply {
   setWarnings(reply, warnings);
   const body = wantsPretty(reply) ? Buffer.from(`${JSON.stringify(JSON.parse(text), null, 2)}\n`) : Buffer.from(text);
   return out(reply, code, 'application/json', body);
+}
+
+/**
+ * Sends a list as it is serialized (list-body.ts), at the pace the client reads: a piece is made
+ * only while less than LIST_WRITE_WINDOW_BYTES wait in the response (with gzip, when the
+ * compressor's own backpressure asks for more). A list that stays under the gzip threshold is sent whole, exactly as before (with
+ * Content-Length); a larger one is streamed (chunked), gzip-compressed when the client accepts it.
+ * A client that goes away mid-list ends the pipeline: the rest is never serialized, nothing throws.
+ */
+export async function sendList(reply: FastifyReply, body: ListBody, onAbort: (e: unknown) => void): Promise<void> {
+  const pieces = listPieces(body, wantsPretty(reply));
+  const first: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const n = pieces.next();
+    if (n.done) {
+      out(reply, 200, 'application/json', first.length === 1 ? first[0]! : Buffer.concat(first));
+      return;
+    }
+    first.push(n.value);
+    size += n.value.length;
+    // HEAD gets the headers a GET would (Content-Length included), so it is built whole; it is rare.
+    if (size > GZIP_THRESHOLD_BYTES && reply.request?.method !== 'HEAD') break;
+  }
+  const gzip = acceptsGzip(reply.request?.headers['accept-encoding']);
+  reply.code(200).header('content-type', 'application/json');
+  noCache(reply);
+  if (gzip) reply.header('content-encoding', 'gzip').header('vary', 'Accept-Encoding');
+  const headers = reply.getHeaders();
+  reply.hijack();
+  const raw = reply.raw;
+  try {
+    // Inside the try: an HTTP/2 stream the client has already reset refuses even the headers.
+    raw.writeHead(200, headers as Record<string, string | string[]>);
+    if (gzip) {
+      // Compression is the slow part here: gzip's own backpressure paces the pieces.
+      const source = Readable.from(
+        (function* () {
+          yield* first.splice(0);
+          yield* pieces;
+        })(),
+        { objectMode: false },
+      );
+      await pipeline(source, createGzip({ level: GZIP_LEVEL, chunkSize: 64 * 1024 }), raw);
+    } else await writeWindowed(raw, [first.splice(0), pieces]);
+  } catch (e) {
+    // The client closed the connection (or the stream failed): the status line is long gone, so
+    // there is nobody to answer; what is left of the list is never serialized.
+    pieces.return(undefined);
+    if (!raw.destroyed) raw.destroy();
+    onAbort(e);
+  }
+}
+
+/**
+ * Unsent bytes a streamed list may leave queued in its response before it waits for 'drain'. The
+ * response's own mark (16 KiB) would make a 1 MB page wait 16 times, each an event-loop turn: on a
+ * busy machine 2.7× the time of the buffered answer. With this window it is on par, and four lists
+ * in flight hold at most 4 MiB of queued pieces.
+ */
+export const LIST_WRITE_WINDOW_BYTES = 1024 * 1024;
+
+interface ResponseStream {
+  write(chunk: Buffer): boolean;
+  end(): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  off(event: string, listener: (...args: any[]) => void): unknown;
+  readonly writableLength: number;
+  readonly writableFinished: boolean;
+  /** Absent on HTTP/2 compatibility responses: their 'close' says it. */
+  readonly destroyed?: boolean;
+}
+
+function clientGone(): Error {
+  return Object.assign(new Error('the client closed the connection before the list was sent'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+}
+
+/** Writes every piece, waiting for 'drain' whenever LIST_WRITE_WINDOW_BYTES or more are queued; rejects if the client goes away. */
+async function writeWindowed(out: ResponseStream, sources: Array<Iterable<Buffer>>): Promise<void> {
+  let failed: unknown;
+  let wake: (() => void) | undefined;
+  const onDrain = () => wake?.();
+  const onClose = () => {
+    if (!out.writableFinished) failed ??= clientGone();
+    wake?.();
+  };
+  const onError = (e: unknown) => {
+    failed ??= e;
+    wake?.();
+  };
+  out.on('drain', onDrain);
+  out.on('close', onClose);
+  out.on('error', onError);
+  try {
+    for (const source of sources) {
+      for (const piece of source) {
+        if (failed || out.destroyed) throw failed ?? clientGone();
+        out.write(piece);
+        while (!failed && !out.destroyed && out.writableLength >= LIST_WRITE_WINDOW_BYTES) await new Promise<void>((r) => (wake = r));
+      }
+    }
+    if (failed || out.destroyed) throw failed ?? clientGone();
+    let onFinish!: () => void;
+    const done = new Promise<void>((resolve, reject) => {
+      wake = () => (failed ? reject(failed) : undefined);
+      onFinish = resolve;
+      out.on('finish', onFinish);
+    });
+    out.end();
+    await done.finally(() => out.off('finish', onFinish));
+  } finally {
+    out.off('drain', onDrain);
+    out.off('close', onClose);
+    out.off('error', onError);
+  }
 }
 
 export function sendStatus(reply: FastifyReply, status: Status, headers: Record<string, string> = {}): FastifyReply {

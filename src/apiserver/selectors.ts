@@ -1,5 +1,6 @@
 // Label and field selectors with Kubernetes syntax. A parse error is a 400 BadRequest.
 import { badRequest } from '../api/status.js';
+import { labelKeyErrors } from '../api/object-meta.js';
 
 type Labels = Record<string, string> | undefined;
 
@@ -15,11 +16,12 @@ export interface LabelSelector {
   matches(labels: Labels): boolean;
 }
 
-const KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-function checkKey(k: string, raw: string): string {
-  if (!KEY.test(k) || k.length > 317) throw badRequest(`unable to parse requirement: invalid label key "${k}" in selector "${raw}"`);
+/** A key must be a valid label key; kube's parser answers with the field error it builds for it. */
+function checkKey(k: string): string {
+  const errs = labelKeyErrors(k);
+  if (errs.length > 0) throw badRequest(`unable to parse requirement: <nil>: Invalid value: ${JSON.stringify(k)}: ${errs.join('; ')}`);
   return k;
 }
 function checkValue(v: string, raw: string): string {
@@ -53,13 +55,13 @@ export function parseLabelSelector(raw: string | null | undefined): LabelSelecto
       let m: RegExpExecArray | null;
       if ((m = /^(\S+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(term))) {
         const values = m[3]!.split(',').map((v) => checkValue(v.trim(), s));
-        reqs.push({ key: checkKey(m[1]!, s), op: m[2] as 'in' | 'notin', values });
+        reqs.push({ key: checkKey(m[1]!), op: m[2] as 'in' | 'notin', values });
       } else if ((m = /^!\s*([^=!\s]+)$/.exec(term))) {
-        reqs.push({ key: checkKey(m[1]!, s), op: '!exists', values: [] });
+        reqs.push({ key: checkKey(m[1]!), op: '!exists', values: [] });
       } else if ((m = /^([^=!\s]+)\s*(==|=|!=)\s*([^=!\s]*)$/.exec(term))) {
-        reqs.push({ key: checkKey(m[1]!, s), op: m[2] === '!=' ? '!=' : '=', values: [checkValue(m[3]!, s)] });
+        reqs.push({ key: checkKey(m[1]!), op: m[2] === '!=' ? '!=' : '=', values: [checkValue(m[3]!, s)] });
       } else if ((m = /^([^=!\s(),]+)$/.exec(term))) {
-        reqs.push({ key: checkKey(m[1]!, s), op: 'exists', values: [] });
+        reqs.push({ key: checkKey(m[1]!), op: 'exists', values: [] });
       } else {
         throw badRequest(`unable to parse requirement: found '${term}', expected: label selector term in "${s}"`);
       }
@@ -102,19 +104,87 @@ export interface FieldSelector {
   matches(read: (field: string) => string | undefined): boolean;
 }
 
-export function parseFieldSelector(raw: string | null | undefined, supported: ReadonlySet<string>): FieldSelector {
-  const reqs: FieldSelector['requirements'] = [];
-  const s = (raw ?? '').trim();
-  if (s !== '') {
-    for (const termRaw of s.split(',')) {
-      const term = termRaw.trim();
-      const m = /^([^=!]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
-      if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${term}'`);
-      const field = m[1]!.trim();
-      if (!supported.has(field)) throw badRequest(`field label not supported: ${field}`);
-      reqs.push({ field, op: m[2] === '!=' ? '!=' : '=', value: m[3]!.trim() });
+/**
+ * Splits a field selector on the commas that are not escaped (`\,` is data), keeping escapes for
+ * the value's own unescaping — k8s.io/apimachinery/pkg/fields' splitTerms.
+ */
+function splitFieldTerms(s: string): string[] {
+  if (s === '') return [];
+  const terms: string[] = [];
+  let start = 0;
+  let inSlash = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (inSlash) inSlash = false;
+    else if (c === '\\') inSlash = true;
+    else if (c === ',') {
+      terms.push(s.slice(start, i));
+      start = i + 1;
     }
   }
+  terms.push(s.slice(start));
+  return terms;
+}
+
+const FIELD_OPERATORS = ['!=', '==', '='] as const;
+
+/** lhs, operator and literal rhs at the first operator (the field name has no escapes), as kube's splitTerm. */
+function splitFieldTerm(term: string): [string, '!=' | '==' | '=', string] | undefined {
+  for (let i = 0; i < term.length; i++) {
+    for (const op of FIELD_OPERATORS) if (term.startsWith(op, i)) return [term.slice(0, i), op, term.slice(i + op.length)];
+  }
+  return undefined;
+}
+
+/**
+ * A field selector value with its escapes (`\,`, `\=`, `\\`) resolved; an unknown escape or an
+ * unescaped `,` or `=` is a 400 with kube's own message (fields.UnescapeValue).
+ */
+export function unescapeFieldValue(s: string): string {
+  if (!/[\\,=]/.test(s)) return s;
+  let out = '';
+  let inSlash = false;
+  for (const c of s) {
+    if (inSlash) {
+      if (c !== '\\' && c !== ',' && c !== '=') throw badRequest(`invalid field selector: invalid escape sequence: \\${c}`);
+      out += c;
+      inSlash = false;
+    } else if (c === '\\') inSlash = true;
+    else if (c === ',' || c === '=') throw badRequest(`invalid field selector: unescaped character in value: ${c.codePointAt(0)}`);
+    else out += c;
+  }
+  if (inSlash) throw badRequest('invalid field selector: invalid escape sequence: \\');
+  return out;
+}
+
+/** The terms of a field selector, parsed as fields.ParseSelector does (sorted, empty terms skipped, nothing trimmed). */
+function parseFieldTerms(s: string): FieldSelector['requirements'] {
+  const reqs: FieldSelector['requirements'] = [];
+  for (const term of splitFieldTerms(s).sort()) {
+    if (term === '') continue;
+    const parts = splitFieldTerm(term);
+    if (!parts) throw badRequest(`invalid selector: '${s}'; can't understand '${term}'`);
+    const [field, op, rhs] = parts;
+    reqs.push({ field, op: op === '!=' ? '!=' : '=', value: unescapeFieldValue(rhs) });
+  }
+  return reqs;
+}
+
+/**
+ * The value a field selector requires `field` to equal, if it does (fields.Selector's
+ * RequiresExactMatch); undefined when it does not or does not parse.
+ */
+export function exactFieldMatch(raw: string | null | undefined, field: string): string | undefined {
+  try {
+    return parseFieldTerms(raw ?? '').find((r) => r.field === field && r.op === '=')?.value;
+  } catch {
+    return undefined;
+  }
+}
+
+export function parseFieldSelector(raw: string | null | undefined, supported: ReadonlySet<string>): FieldSelector {
+  const reqs = parseFieldTerms(raw ?? '');
+  for (const r of reqs) if (!supported.has(r.field)) throw badRequest(`field label not supported: ${r.field}`);
   const pinned = reqs.find((r) => r.field === 'metadata.name' && r.op === '=');
   return {
     empty: reqs.length === 0,

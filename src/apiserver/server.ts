@@ -22,7 +22,7 @@ import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions,
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
-import { handleGet, handleList } from './handlers/read.js';
+import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
 import { serveNonResource, type HealthCheck } from './non-resource.js';
 
@@ -316,6 +316,12 @@ async function serveResource(
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
   const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
+  if (info.legacyWatch) {
+    // The status subresource has no watch (kube's CRD handler answers this 405).
+    if (info.subresource) throw status.methodNotSupported({ group: def.group, resource: def.plural }, 'watch');
+    if (method !== 'GET') throw status.methodNotAllowed();
+    return handleLegacyWatch(h);
+  }
   if (!info.name) {
     if (method === 'GET') return handleList(h);
     if (method === 'POST') return handleCreate(h);

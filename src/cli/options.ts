@@ -50,6 +50,17 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'audit-port', description: 'Port of the audit listener; 0 picks a free port (printed on stdout and logged).', default: String(DEFAULT_AUDIT_PORT) },
   { name: 'audit-max-request-bytes', description: 'Largest EventList body the audit listener accepts (413 beyond).', default: String(DEFAULT_AUDIT_MAX_REQUEST_BYTES) },
   { name: 'audit-fact-ttl', description: 'How long an attribution fact from the audit log is kept (e.g. 10m, 1h30m).', default: '10m' },
+  {
+    name: 'attribution-grace',
+    description:
+      "How long a mirrored change waits for the audit fact naming its author before it is committed as \"unknown (attribution unresolved)\" (Go duration). Must exceed kube-apiserver's --audit-webhook-batch-max-wait.",
+    default: '3s',
+  },
+  {
+    name: 'attribution-no-facts-grace',
+    description: 'How long edits may be mirrored on an audit route without any fact arriving before the GitTarget condition AuditAttribution turns False (Go duration).',
+    default: '60s',
+  },
   { name: 'log-level', description: `Log level: ${LOG_LEVELS.join(', ')}.`, default: 'info' },
   {
     name: 'sandbox',
@@ -86,6 +97,8 @@ export interface ServeOptions {
   logLevel: LogLevel;
   committer: { name: string; email: string };
   controllers: Set<ControllerName>;
+  /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
+  attribution: { graceMs: number; noFactsGraceMs: number };
   authn: AuthnOptions;
   authz: AuthzOptions;
   registration: RegistrationOptions;
@@ -204,6 +217,12 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     throw new FlagError(`--controllers: ${(e as Error).message}`);
   }
   const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
+  const duration = (name: string, min: number, max: number): number => {
+    const ms = parseDuration(values[name]!);
+    if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
+    return ms;
+  };
+  const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
@@ -261,6 +280,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     logLevel,
     committer,
     controllers,
+    attribution,
     authn: auth.authn,
     authz: auth.authz,
     registration,

@@ -176,7 +176,12 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
     const fromHosting = !!opts.kubeconfig || !!process.env.KUBERNETES_SERVICE_HOST;
     const kcpServerURL = fromHosting ? opts.kcpServerURL : undefined;
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting }, opts.controllers);
+    // Per-edit attribution: default-source GitTargets join on the hosting route when this server takes audit posts.
+    const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
+    controllers = await startControllers({
+      store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
+      attribution, registries: server.registries, requestMetrics: metrics,
+    }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

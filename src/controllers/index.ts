@@ -1,8 +1,8 @@
 // The controllers that run inside the server process (design §7), started by serve() after the
-// API listens. Each reads and writes our objects in the Store and commits through the git engine
-// worker; `--controllers` picks which run (a replica may run API-only).
+// API listens. Each reads our objects from the Store (informers), writes their status through the
+// registry as the system identity (client.ts), and commits through the git engine worker; `--controllers` picks which run (a replica may run API-only).
 import type { Registry as MetricsRegistry } from 'prom-client';
-import type { CommitEngine } from '../git/index.js';
+import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
@@ -10,9 +10,12 @@ import { createControllerMetrics } from './metrics.js';
 import { Informer, LeaseKeeper } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
-import type { WindowSink } from './windows/types.js';
+import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
+import { SystemClient, type RequestMetrics } from './client.js';
+import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { AttributionConfig } from '../attribution/join.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -38,6 +41,12 @@ export interface ControllerDeps {
   workspaceSecrets?: boolean;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
+  /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
+  attribution?: AttributionConfig;
+  /** The server's registries: controllers write status through them as the system identity (default: registries over `store`). */
+  registries?: Registries;
+  /** The API's request metrics, where controllers' writes are counted as a client's would be. */
+  requestMetrics?: RequestMetrics;
 }
 
 export interface RunningControllers {
@@ -53,6 +62,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, log: deps.log });
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
+  const client = deps.registries ? new SystemClient(deps.registries, deps.requestMetrics) : SystemClient.forStore(deps.store, deps.requestMetrics);
   const stops: Array<() => Promise<void>> = [];
   const startAfterInformer: Array<() => Promise<void>> = [];
   let sink: WindowSink | undefined;
@@ -60,19 +70,22 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   // Where GitTargets' sources and Secrets are (per logical cluster); shared by the mirror and the windows' git credentials.
   const source = enabled.has('mirror') || deps.workspaceSecrets ? await import('./source/index.js') : undefined;
   const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
+  // Git credentials Secrets: the store's, or a kcp GitTarget's own workspace's (the windows' commits and the mirror's folder listing).
+  const fromStore = secretCredentials(deps.store);
+  const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
   if (enabled.has('windows')) {
-    // The engine worker starts on the first commit; this only resolves the module.
+    // Started now rather than on the first commit: loading the worker and isomorphic-git took
+    // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
-    const fromStore = secretCredentials(deps.store);
-    const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
-    windows = new WindowsController({ store: deps.store, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials });
+    engine.warm?.();
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
-    requests = new CommitRequestController({ store: deps.store, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
+    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
     stops.push(() => requests!.stop());
   }
   if (enabled.has('mirror')) {
@@ -80,10 +93,18 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     const { startMirror } = await import('./mirror/index.js');
     const mirrorSink = sink;
     const mirrorConnector = connector!;
+    const engine = await deps.engine();
+    // prune Always: what the target's folder holds at its branch head, read by the git worker.
+    const folderListing = async (key: TargetKey): Promise<ObjectRef[] | undefined> => {
+      const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
+      if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
+      const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
+      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
+    };
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
     });
     stops.unshift(async () => {
       await mirror?.stop();

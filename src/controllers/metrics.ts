@@ -1,8 +1,10 @@
 // Controller metrics on the server's /metrics registry (design §7, issue #14 item 7).
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { JOIN_TIERS } from '../attribution/join.js';
 
 export interface ControllerMetrics {
   commits: Counter<'author_kind'>;
+  joins: Counter<'tier'>;
   commitRequests: Counter<'outcome'>;
   windowChanges: Histogram;
   windowAge: Histogram;
@@ -10,11 +12,17 @@ export interface ControllerMetrics {
 }
 
 export function createControllerMetrics(registry: Registry): ControllerMetrics {
-  return {
+  const m: ControllerMetrics = {
     commits: new Counter({
       name: 'reverser_commits_total',
-      help: 'Commits pushed by the windows controller, by kind of author (asserted, submitter, committer).',
+      help: 'Commits pushed by the windows controller, by kind of author (asserted, submitter, committer, audit, unresolved).',
       labelNames: ['author_kind'],
+      registers: [registry],
+    }),
+    joins: new Counter({
+      name: 'reverser_attribution_joins_total',
+      help: 'Mirrored changes of GitTargets with an audit route, by the fact tier that named their author (exact, delete_uid, deletecollection_uid, delete_name, latest_write) or unresolved.',
+      labelNames: ['tier'],
       registers: [registry],
     }),
     commitRequests: new Counter({
@@ -42,4 +50,7 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
       registers: [registry],
     }),
   };
+  // The tiers are a closed set: every series exists from the start (a scrape shows 0, not nothing).
+  for (const tier of JOIN_TIERS) m.joins.inc({ tier }, 0);
+  return m;
 }

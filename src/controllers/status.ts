@@ -1,8 +1,9 @@
 // Status writes of controllers: read the object, change only the fields this controller owns,
-// compare-and-swap it back, retrying on conflict. Several controllers (and replicas) write parts
+// write it back through the registry (client.ts), retrying on conflict. Several controllers (and replicas) write parts
 // of one status (GitTarget: mirror-source owns Validated/SourceReachable/Synced/streams/Ready, the
 // windows controller lastCommit/pendingChanges/RepositoryReady), so none may write from a stale copy.
-import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type Store } from '../storage/types.js';
+import type { KubeObject, ObjectKey, ResourceRef } from '../storage/types.js';
+import type { SystemClient } from './client.js';
 
 export interface Condition {
   type: string;
@@ -37,29 +38,17 @@ export function getCondition(obj: KubeObject | undefined, type: string): Conditi
 }
 
 /**
- * CAS-updates the status of an object: `fn` edits the status in place and returns false when it
- * changed nothing (no write). Resolves with the stored object, or undefined when it is gone or
- * its uid is not `uid`.
+ * Updates the status of an object through the registry as the system identity (SystemClient):
+ * `fn` edits the status in place and returns false when it changed nothing (no write). Resolves
+ * with the stored object, or undefined when it is gone or its uid is not `uid`; retried on
+ * conflict; a status the resource's validation refuses rejects with its 422 StatusError.
  */
-export async function updateStatus(
-  store: Pick<Store, 'get' | 'update'>,
+export function updateStatus(
+  client: SystemClient,
   res: ResourceRef,
   key: ObjectKey,
   uid: string | undefined,
   fn: (status: Record<string, unknown>, obj: KubeObject) => boolean,
 ): Promise<KubeObject | undefined> {
-  for (let attempt = 0; ; attempt++) {
-    const cur = await store.get(res, key);
-    if (!cur || (uid !== undefined && cur.metadata.uid !== uid)) return undefined;
-    const next = structuredClone(cur);
-    const status = (next.status && typeof next.status === 'object' ? next.status : {}) as Record<string, unknown>;
-    if (!fn(status, next)) return cur;
-    next.status = status;
-    try {
-      return await store.update(res, key, next, Number(cur.metadata.resourceVersion));
-    } catch (e) {
-      if (e instanceof StorageError && e.code === 'Conflict' && attempt < 20) continue;
-      throw e;
-    }
-  }
+  return client.updateStatus(res, key, uid, fn);
 }

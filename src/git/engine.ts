@@ -72,9 +72,24 @@ export interface CommitInput {
   message: string;
 }
 
+/** A folder of a branch, as listFolder reads it. */
+export interface FolderInput {
+  repository: { url: string; credentials?: GitCredentials };
+  branch: string;
+  folder: string;
+}
+
 export type CommitResult =
-  | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number }
+  | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number; timings?: CommitTimings }
   | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
+
+/** Where the last attempt of a commit spent its time (ms), for the committed window's log line. */
+export interface CommitTimings {
+  sync: number;
+  build: number;
+  write: number;
+  push: number;
+}
 
 interface Built {
   commit: string;
@@ -117,6 +132,30 @@ export class GitEngine {
     return this.serialized(repo.key, () => this.commitLocked(repo, input));
   }
 
+  /**
+   * The objects held by the folder's manifest files at the branch head (the default branch's head
+   * when the branch does not exist yet; none in an empty repository), found by content as commits
+   * find them. A file's identity has no version: each ref's apiVersion is `<group>/` (`''` for the
+   * core group), which is all a delete change needs. Throws GitEngineError when the branch cannot
+   * be read: a listing is complete or it is not given at all.
+   */
+  async listFolder(input: FolderInput): Promise<ObjectRef[]> {
+    const bad = validateRepositoryURL(input.repository.url) ?? validateBranchName(input.branch) ?? validateTargetPath(input.folder);
+    if (bad) throw new GitEngineError('Invalid', bad);
+    const repo = this.repository(input.repository.url, input.repository.credentials);
+    return this.serialized(repo.key, async () => {
+      try {
+        const { base } = await repo.sync(input.branch);
+        const folder = normalizeTargetPath(input.folder);
+        const index = this.folderIndex(repo, folder);
+        await index.update(await treeAt(repo.store, base ? await repo.store.commitTree(base) : undefined, folder));
+        return index.allKeys().map(refOfKey);
+      } catch (e) {
+        throw classifyError(e, repo.display);
+      }
+    });
+  }
+
   private repository(url: string, credentials: GitCredentials | undefined): Repository {
     const loc = parseRepositoryURL(url, this.opts.dataDir);
     const key = `${url}\0${JSON.stringify(credentials ?? null)}`;
@@ -139,9 +178,24 @@ export class GitEngine {
 
   private async commitLocked(repo: Repository, input: CommitInput): Promise<CommitResult> {
     const deadline = Date.now() + (this.opts.retryTimeoutMs ?? 60_000);
-    const lease = this.opts.lease
-      ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
-      : undefined;
+    // The remote is read while the lease is taken: uncontended, the first attempt then does not
+    // wait for the lease's store write. A lease that had to wait means another writer may just
+    // have pushed, so that attempt reads the remote again. (A read that is stale anyway only costs
+    // a retry: the push is a compare-and-swap.)
+    const startedAt = performance.now();
+    const early = repo.sync(input.branch).then(
+      (state) => ({ state }),
+      (error: unknown) => ({ error }),
+    );
+    let lease: BranchLease | undefined;
+    try {
+      lease = this.opts.lease
+        ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
+        : undefined;
+    } finally {
+      await early;
+    }
+    const first = await early;
     const now = new Date();
     const sig = (p: Person): Signature => ({
       name: p.name,
@@ -156,15 +210,25 @@ export class GitEngine {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          const state = await repo.sync(input.branch);
+          // Attempt 1's sync phase includes taking the lease (they overlap).
+          const t0 = attempt === 1 ? startedAt : performance.now();
+          let state;
+          if (attempt === 1 && !lease?.waited) {
+            if ('error' in first) throw first.error;
+            state = first.state;
+          } else state = await repo.sync(input.branch);
+          const t1 = performance.now();
           const built = await this.build(repo, input, state.base, author, committer);
           if (!built) return { outcome: 'AlreadyPresent', sha: state.base, attempts: attempt };
+          const t2 = performance.now();
           const objects = await repo.store.flush();
+          const t3 = performance.now();
           await repo.push(input.branch, state.tip, built.commit, objects, async () => {
             if (lease) await lease.fence();
           });
           built.index.record(built.folderTree, built.indexUpdates);
-          return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length };
+          const timings = { sync: Math.round(t1 - t0), build: Math.round(t2 - t1), write: Math.round(t3 - t2), push: Math.round(performance.now() - t3) };
+          return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length, timings };
         } catch (e) {
           repo.store.discardStaged();
           const err = classifyError(e, repo.display);
@@ -253,6 +317,12 @@ export class GitEngine {
     const commit = store.stage('commit', serializeCommit({ tree, parents: base ? [base] : [], author, committer, message: input.message }));
     return { commit, index, folderTree: await treeAt(store, tree, folder), indexUpdates };
   }
+}
+
+/** `group|kind|namespace|name` (identityKey) back to a reference; see listFolder for the apiVersion. */
+function refOfKey(key: string): ObjectRef {
+  const [group, kind, namespace, ...name] = key.split('|');
+  return { apiVersion: group ? `${group}/` : '', kind, ...(namespace ? { namespace } : {}), name: name.join('|') };
 }
 
 async function blobAt(store: ObjectStore, root: string | undefined, path: string): Promise<string | undefined> {

@@ -37,6 +37,11 @@ export class FolderIndex {
     return this.files.get(path)?.keys ?? [];
   }
 
+  /** Identity keys of every object in the indexed folder tree, one per identity (files that do not parse hold none). */
+  allKeys(): string[] {
+    return [...this.byKey.keys()];
+  }
+
   /** Brings the index to the folder tree `oid` (undefined: the folder does not exist). */
   async update(oid: string | undefined): Promise<void> {
     if (oid === this.treeOid) return;

@@ -23,6 +23,8 @@ export class BranchLease {
     readonly holder: string,
     readonly token: number,
     private readonly ttlMs: number,
+    /** The first request did not get it: another writer held it (and may just have pushed). */
+    readonly waited = false,
   ) {
     // Renew well before expiry; a failed renewal means someone else may now hold it.
     this.timer = setInterval(() => {
@@ -42,10 +44,10 @@ export class BranchLease {
   static async acquire(provider: LeaseProvider, name: string, holder: string, ttlMs: number, deadline: number): Promise<BranchLease> {
     let delay = 20;
     let storeError: unknown;
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         const lease = await provider.acquireLease(name, holder, ttlMs);
-        if (lease) return new BranchLease(provider, name, holder, lease.token, ttlMs);
+        if (lease) return new BranchLease(provider, name, holder, lease.token, ttlMs, attempt > 1);
         storeError = undefined;
       } catch (e) {
         // The store may be down for a moment: keep trying until the deadline, then say so.

@@ -5,6 +5,7 @@
 import { Document, isMap, isScalar, isSeq, parseAllDocuments, type Node, type Pair } from 'yaml';
 import type { KubeObject } from '../model/object.js';
 import { quoteAmbiguousScalars } from '../model/yaml-scalars.js';
+import { writeDirect } from './yaml-direct.js';
 
 export const YAML_OPTIONS = { indent: 2, indentSeq: true, lineWidth: 0, minContentWidth: 0 } as const;
 
@@ -56,7 +57,14 @@ export function orderForWriting(obj: KubeObject): Record<string, unknown> {
 }
 
 export function encodeObject(obj: KubeObject): string {
-  const doc = new Document(orderForWriting(obj));
+  const ordered = orderForWriting(obj);
+  // The common shapes are written directly (same bytes, a tenth of the time); the rest as a Document.
+  return writeDirect(ordered) ?? encodeDocument(ordered);
+}
+
+/** The reference encoding: the yaml Document with the shared options. */
+export function encodeDocument(ordered: Record<string, unknown>): string {
+  const doc = new Document(ordered);
   quoteAmbiguousScalars(doc); // kubectl, Flux and Argo read these files with YAML 1.1 rules
   return doc.toString(YAML_OPTIONS);
 }

@@ -174,8 +174,17 @@ export interface BuiltPack {
   index: Array<{ oid: string; offset: number; crc: number }>;
 }
 
-/** A non-delta version-2 packfile of `objects` (also what a push sends). */
+// The pack written for a batch is the pack its push sends: built (and deflated) once per batch.
+const builtPacks = new WeakMap<readonly PendingObject[], BuiltPack>();
+
+/** A non-delta version-2 packfile of `objects` (also what a push sends); the same array gives the same pack. */
 export function buildPack(objects: readonly PendingObject[]): BuiltPack {
+  let built = builtPacks.get(objects);
+  if (!built) builtPacks.set(objects, (built = packOf(objects)));
+  return built;
+}
+
+function packOf(objects: readonly PendingObject[]): BuiltPack {
   const unique = [...new Map(objects.map((o) => [o.oid, o])).values()];
   const header = Buffer.alloc(12);
   header.write('PACK', 0, 'latin1');
@@ -199,7 +208,8 @@ export function buildPack(objects: readonly PendingObject[]): BuiltPack {
 
 /** One pack plus its version-2 .idx, both written under objects/pack. */
 export async function writePack(gitdir: string, objects: readonly PendingObject[]): Promise<void> {
-  const { pack: chunks, digest: packDigest, index } = buildPack(objects);
+  const { pack: chunks, digest: packDigest, index: packIndex } = buildPack(objects);
+  const index = [...packIndex];
   index.sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
   const n = index.length;
   const large = index.filter((e) => e.offset >= 0x80000000);

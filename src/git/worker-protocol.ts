@@ -1,7 +1,7 @@
 // Messages between the main thread and the git engine worker (worker-thread.ts). Everything is
 // structured-clone data: commit inputs and results, typed errors as {reason, message}, and the
 // lease calls the worker makes on the main thread's Store.
-import type { CommitInput, CommitResult, GitEngineOptions } from './engine.js';
+import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef } from './engine.js';
 import type { GitErrorReason } from './errors.js';
 
 export type WorkerEngineOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { useLeases: boolean };
@@ -10,10 +10,12 @@ export type LeaseOp = 'acquireLease' | 'renewLease' | 'checkLease' | 'releaseLea
 
 export type ToWorker =
   | { type: 'commit'; id: number; input: CommitInput }
+  | { type: 'list'; id: number; input: FolderInput }
   | { type: 'lease-reply'; id: number; ok: true; value: unknown }
   | { type: 'lease-reply'; id: number; ok: false; message: string };
 
 export type FromWorker =
   | { type: 'result'; id: number; ok: true; result: CommitResult }
+  | { type: 'listing'; id: number; ok: true; refs: ObjectRef[] }
   | { type: 'result'; id: number; ok: false; reason: GitErrorReason | 'Internal'; message: string; retryable: boolean }
   | { type: 'lease'; id: number; op: LeaseOp; args: unknown[] };

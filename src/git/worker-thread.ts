@@ -44,8 +44,12 @@ port.on('message', (msg: ToWorker) => {
     else call.reject(new Error(msg.message));
     return;
   }
-  engine.commit(msg.input).then(
-    (result) => port.postMessage({ type: 'result', id: msg.id, ok: true, result } satisfies FromWorker),
+  const work: Promise<FromWorker> =
+    msg.type === 'list'
+      ? engine.listFolder(msg.input).then((refs) => ({ type: 'listing', id: msg.id, ok: true, refs }))
+      : engine.commit(msg.input).then((result) => ({ type: 'result', id: msg.id, ok: true, result }));
+  work.then(
+    (answer) => port.postMessage(answer),
     (e: unknown) => {
       const err = e instanceof GitEngineError ? e : undefined;
       port.postMessage({

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { CommitInput, CommitResult, GitEngineOptions } from './engine.js';
+import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef } from './engine.js';
 import { GitEngineError, type GitErrorReason } from './errors.js';
 import type { LeaseProvider } from './lease.js';
 import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
@@ -13,6 +13,10 @@ import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protoco
 export interface CommitEngine {
   commit(input: CommitInput): Promise<CommitResult>;
   close(): Promise<void>;
+  /** Starts what the first commit would otherwise wait for (the worker thread and its modules). */
+  warm?(): void;
+  /** The objects in a folder at the branch head (GitEngine.listFolder). */
+  listFolder?(input: FolderInput): Promise<ObjectRef[]>;
 }
 
 export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { lease?: LeaseProvider };
@@ -20,7 +24,7 @@ export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { leas
 export class GitWorker implements CommitEngine {
   private worker: Worker | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve(r: CommitResult): void; reject(e: Error): void }>();
+  private readonly pending = new Map<number, { resolve(r: never): void; reject(e: Error): void }>();
   private closed = false;
   readonly holder: string;
 
@@ -31,15 +35,27 @@ export class GitWorker implements CommitEngine {
   }
 
   commit(input: CommitInput): Promise<CommitResult> {
+    return this.call({ type: 'commit', id: this.nextId++, input });
+  }
+
+  listFolder(input: FolderInput): Promise<ObjectRef[]> {
+    return this.call({ type: 'list', id: this.nextId++, input });
+  }
+
+  private call<T>(msg: Extract<ToWorker, { type: 'commit' | 'list' }>): Promise<T> {
     if (this.closed) return Promise.reject(new GitEngineError('Unreachable', 'the git engine is shut down', true));
     const w = this.ensure();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      // A commit in flight keeps the process alive; an idle worker does not.
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(msg.id, { resolve: resolve as (r: never) => void, reject });
+      // Work in flight keeps the process alive; an idle worker does not.
       w.ref();
-      w.postMessage({ type: 'commit', id, input } satisfies ToWorker);
+      w.postMessage(msg);
     });
+  }
+
+  warm(): void {
+    // An idle worker does not keep the process alive (ensure() unrefs it), so this costs only memory.
+    if (!this.closed) this.ensure();
   }
 
   async close(): Promise<void> {
@@ -89,7 +105,7 @@ export class GitWorker implements CommitEngine {
     this.pending.delete(msg.id);
     if (this.pending.size === 0) w.unref();
     if (!p) return;
-    if (msg.ok) p.resolve(msg.result);
+    if (msg.ok) p.resolve((msg.type === 'listing' ? msg.refs : msg.result) as never);
     else p.reject(new GitEngineError(msg.reason === 'Internal' ? 'Unreachable' : (msg.reason as GitErrorReason), msg.message, msg.retryable));
   }
 }

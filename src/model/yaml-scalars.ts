@@ -8,8 +8,19 @@ import { Document, Scalar, isScalar, parse, visit, type ToStringOptions } from '
 
 const ambiguity = new Map<string, boolean>();
 
+// Fast answers for the common shapes, so a 10,000-object snapshot (30,000 distinct names, values
+// and indexes) does not parse every scalar twice. A plain scalar that starts with a letter and
+// holds only letters, digits, '_', '.', '/', '-' and inner spaces resolves to something other
+// than a string only as one of these words (YAML 1.1 booleans and nulls; 1.2's are a subset).
+const SAFE_PLAIN = /^[A-Za-z](?:[A-Za-z0-9_./ -]*[A-Za-z0-9_./-])?$/;
+const RESOLVING_WORDS = new Set(['y', 'n', 'yes', 'no', 'true', 'false', 'on', 'off', 'null']);
+// Decimal digits read back as an integer in both versions.
+const DIGITS = /^[0-9]+$/;
+
 /** True when `s`, written plain, would not read back as the string `s` in YAML 1.1 or 1.2. */
 export function ambiguousPlainString(s: string): boolean {
+  if (SAFE_PLAIN.test(s)) return RESOLVING_WORDS.has(s.toLowerCase());
+  if (DIGITS.test(s)) return true;
   let hit = ambiguity.get(s);
   if (hit !== undefined) return hit;
   hit = s === '<<' || s === '=' || !readsBackAs(s, '1.1') || !readsBackAs(s, '1.2');

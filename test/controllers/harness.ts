@@ -13,6 +13,8 @@ import { GitWorker } from '../../src/git/worker.js';
 import { createLogger } from '../../src/metrics/logger.js';
 import type { TargetKey } from '../../src/controllers/windows/types.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import type { AttributionConfig } from '../../src/attribution/join.js';
+import type { Registry as MetricsRegistry } from 'prom-client';
 
 export const GT = { group: 'configbutler.ai', resource: 'gittargets' };
 export const CR = { group: 'configbutler.ai', resource: 'commitrequests' };
@@ -49,12 +51,15 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-export async function startHarness(t: TestContext, opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string }): Promise<Harness> {
+export async function startHarness(
+  t: TestContext,
+  opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string; attribution?: AttributionConfig; metrics?: MetricsRegistry },
+): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
   const engine = new GitWorker({ dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000 });
   const log = createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
-    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs },
+    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics },
     parseControllers(opts.controllers ?? 'all'),
   );
   let stopped = false;
@@ -80,7 +85,9 @@ export async function createGitTarget(store: Store, name: string, url: string, c
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
     metadata: { name, namespace, uid, generation: 1, creationTimestamp: new Date().toISOString() },
-    spec: { repository: { url, secretRef: { name: 'git-creds' } }, branch: 'main', path: 'clusters/dev', commit: { idleSeconds: 1, maxAgeSeconds: 600, mode: 'Auto', ...commit } },
+    // With the schema's defaults, as the registry stores every GitTarget: the controllers' status
+    // writes go through the registry, which would otherwise default (change) the spec.
+    spec: { repository: { url, secretRef: { name: 'git-creds' } }, branch: 'main', path: 'clusters/dev', commit: { idleSeconds: 1, maxAgeSeconds: 600, mode: 'Auto', ...commit }, prune: { mode: 'OnEvent' }, includeClusterNoise: false, suspend: false },
     ...(ready ? { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: '', lastTransitionTime: new Date().toISOString() }] } } : {}),
   };
   const stored = await store.create(GT, { cluster: '_', namespace, name }, obj);
@@ -102,7 +109,7 @@ export async function createCommitRequest(
       apiVersion: 'configbutler.ai/v1alpha1',
       kind: 'CommitRequest',
       metadata: { name, namespace, uid: randomUUID(), generation: 1, creationTimestamp: new Date().toISOString() },
-      spec: { targetRef: { name: target }, ...spec },
+      spec: { targetRef: { name: target }, closeDelaySeconds: 0, ttlSecondsAfterFinished: 3600, ...spec }, // the schema's defaults, as the registry stores it
       status: { submitter },
     },
   );

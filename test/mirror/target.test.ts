@@ -9,6 +9,10 @@ import { startServer, ns, gitTarget, type StartedServer } from '../support/serve
 import { TargetMirror, type MirrorReport, type MirrorSpec } from '../../src/controllers/mirror/target.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from '../../src/controllers/windows/types.js';
 import { createLogger } from '../../src/metrics/logger.js';
+import { GitEngine } from '../../src/git/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let server: StartedServer;
 let config: KubeConfig;
@@ -232,5 +236,45 @@ test('410 on resume: the re-list is reconciled (missed writes and deletes); a re
     } finally {
       await m.stop();
     }
+  }
+});
+
+test('prune Always: the snapshot deletes what the git engine lists and the source lacks; a listing that fails deletes nothing', { timeout: 30_000 }, async () => {
+  await put('listed', 'here', { v: '1' });
+  const dataDir = mkdtempSync(join(tmpdir(), 'target-listing-'));
+  const engine = new GitEngine({ dataDir });
+  try {
+    // The folder of a real repository holds `here` (still in the source) and `gone` (not).
+    const url = 'local:listing';
+    const obj = (name: string) => ({ apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', metadata: { name, namespace: 'listed' }, spec: {} });
+    const me = { name: 'T', email: 't@example.com' };
+    await engine.commit({ repository: { url }, branch: 'main', folder: 'f', changes: ['here', 'gone'].map((n) => ({ op: 'write' as const, object: obj(n), resource: 'gittargets' })), author: me, message: 'seed' });
+    for (const [repoURL, expected] of [
+      [url, ['gone']],
+      [`file://${join(dataDir, 'missing.git')}`, undefined],
+    ] as const) {
+      const sink = new RecordingSink();
+      const m = new TargetMirror({
+        key,
+        generation: 1,
+        spec: { resources: [{ group: 'configbutler.ai', resource: 'gittargets', namespaces: ['listed'] }], prune: 'Always', includeClusterNoise: false },
+        config,
+        sink,
+        log,
+        onReport: () => undefined,
+        folderListing: () => engine.listFolder({ repository: { url: repoURL }, branch: 'main', folder: 'f' }),
+      });
+      await m.start();
+      try {
+        await until('snapshot', () => sink.snapshots.length === 1);
+        const snap = sink.snapshots[0]!;
+        assert.deepEqual(snap.writes.map((w) => w.op === 'write' && w.object.metadata.name), ['here']);
+        assert.deepEqual(snap.deletes?.map((r) => `${r.apiVersion} ${r.kind} ${r.namespace}/${r.name}`), expected?.map((n) => `configbutler.ai/ GitTarget listed/${n}`), repoURL);
+      } finally {
+        await m.stop();
+      }
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });

@@ -22,7 +22,10 @@ test('a create against a frozen Redis answers 503 within 3 s', { timeout: 60_000
       const ms = Date.now() - started;
       t.diagnostic(`create with Redis frozen: ${r.status} after ${ms} ms`);
       assertStatus(r, 503, 'ServiceUnavailable', 'storage is unavailable: redis did not answer within 3 s');
-      assert.ok(ms < BOUND_MS + 500, `answered after ${ms} ms`);
+      // The server gives up at 3 s (measured 3003 ms on a quiet machine); the slack is the client's
+      // and the scheduler's share at load average 15+ (3788 ms seen). Without the bound a frozen
+      // Redis holds the request until the client gives up, far beyond 5 s.
+      assert.ok(ms >= BOUND_MS - 100 && ms < BOUND_MS + 2_000, `answered after ${ms} ms`);
     }
   } finally {
     redis.resume();

@@ -41,3 +41,28 @@ test('kcp logical-cluster prefix and wildcard', () => {
   assert.equal(parseRequestInfo('GET', `/clusters/*${GV}/gittargets`, q()).cluster, '*');
   assert.throws(() => parseRequestInfo('GET', `/clusters/root:org${GV}/gittargets`, q()), BadClusterError);
 });
+
+test('a list narrowed by an escaped metadata.name is authorized as the unescaped name; one that cannot be a path segment is not', () => {
+  const name = (fs: string) => parseRequestInfo('GET', `${GV}/namespaces/a/gittargets`, q(`fieldSelector=${encodeURIComponent(fs)}`)).authorizationName;
+  assert.equal(name('metadata.name=a\\,b'), 'a,b');
+  assert.equal(name('metadata.namespace=a,metadata.name=demo'), 'demo');
+  assert.equal(name('metadata.name=a/b'), '');
+  assert.equal(name('metadata.name=..'), '');
+  assert.equal(name('metadata.name=\\x'), '');
+  assert.equal(name('metadata.name!=demo'), '');
+});
+
+test('the deprecated /watch/ paths are watches, of one name when the path names one', () => {
+  const cases: Array<[string, string, Partial<ReturnType<typeof parseRequestInfo>>]> = [
+    ['GET', `${GV}/watch/namespaces/a/gittargets/x`, { verb: 'watch', legacyWatch: true, namespace: 'a', resource: 'gittargets', name: 'x', authorizationName: 'x' }],
+    ['GET', `${GV}/watch/namespaces/a/gittargets`, { verb: 'watch', legacyWatch: true, namespace: 'a', resource: 'gittargets', name: '' }],
+    ['GET', `${GV}/watch/gittargets`, { verb: 'watch', legacyWatch: true, namespace: '', resource: 'gittargets' }],
+    ['GET', '/api/v1/watch/namespaces/default', { verb: 'watch', legacyWatch: true, namespace: 'default', resource: 'namespaces', name: 'default' }],
+    ['POST', `${GV}/watch/namespaces/a/gittargets`, { verb: 'watch', legacyWatch: true }],
+    ['GET', `${GV}/watch`, { legacyWatch: false, resource: 'watch' }],
+  ];
+  for (const [m, p, want] of cases) {
+    const info = parseRequestInfo(m, p, q('watch=false'));
+    for (const [k, v] of Object.entries(want)) assert.equal((info as any)[k], v, `${m} ${p}: ${k}`);
+  }
+});

@@ -5,7 +5,7 @@
 import * as status from '../../api/status.js';
 import type { KubeObject } from '../../model/object.js';
 import { StorageError, type StoreEvent, type WatchHandle } from '../../storage/types.js';
-import { negotiate } from '../negotiation.js';
+import { negotiateAs } from '../negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, table } from '../representation.js';
 import { matches, type ListOptions } from '../list-options.js';
 import type { HandlerContext } from './context.js';
@@ -24,7 +24,7 @@ export const MAX_UNFLUSHED_BYTES = 32 * 1024 * 1024;
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
 export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<void> {
-  const output = negotiate(h.req.headers.accept, { table: true, partial: true, partialList: false });
+  const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: true, partial: true, partialList: false });
   const include = output === 'table' ? parseIncludeObject(h.query.get('includeObject')) : 'Metadata';
   const def = h.registry.def;
   const cluster = h.info.cluster === '*' ? undefined : h.info.cluster;
@@ -65,9 +65,9 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     if (type === 'ERROR' || type === 'BOOKMARK') return `${JSON.stringify({ type, object: obj })}\n`;
     let o: unknown = obj;
     if (output === 'table') {
-      o = table(def, [obj as KubeObject], { resourceVersion: (obj as KubeObject).metadata.resourceVersion }, include, !sentColumns);
+      o = table(def, [obj as KubeObject], { resourceVersion: (obj as KubeObject).metadata.resourceVersion }, include, !sentColumns, metaVersion);
       sentColumns = true;
-    } else if (output === 'partial') o = partialObjectMetadata(obj as KubeObject);
+    } else if (output === 'partial') o = partialObjectMetadata(obj as KubeObject, metaVersion);
     else return jsonEventLine(type, obj as KubeObject); // bytes shared by every watcher
     return `${JSON.stringify({ type, object: o })}\n`;
   };

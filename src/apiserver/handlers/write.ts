@@ -3,7 +3,7 @@ import * as status from '../../api/status.js';
 import type { DeleteOptions } from '../../registry/registry.js';
 import type { KubeObject } from '../../model/object.js';
 import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
-import { mediaType, negotiate } from '../negotiation.js';
+import { mediaType, negotiateAs } from '../negotiation.js';
 import { send } from '../respond.js';
 import { partialObjectMetadata } from '../representation.js';
 import { listItems } from './list-items.js';
@@ -11,8 +11,8 @@ import { parseListOptions } from '../list-options.js';
 import { type HandlerContext, requestContext } from './context.js';
 
 function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): void {
-  const output = negotiate(h.req.headers.accept, { table: false, partial: true, partialList: false });
-  send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj) : obj, output, warnings);
+  const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: false, partial: true, partialList: false });
+  send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj, metaVersion) : obj, output, warnings);
 }
 
 function kindOf(h: HandlerContext): { kind: string; version: string } {

@@ -1,8 +1,9 @@
 // The CommitRequest controller. The API accepts a request at once (no Git work on the request
 // path); this controller then
 // 1. fails it at once when its GitTarget is missing or not Ready (naming it);
-// 2. attaches it to the GitTarget's open window (or queues it to claim the next window within
-//    closeDelaySeconds), one compare-and-swap of the window record, with its message and author;
+// 2. attaches it to the GitTarget's open window if it may claim it — an unattributed window, or the
+//    audited window of its own submitter — or queues it to claim the next such window within
+//    closeDelaySeconds; one compare-and-swap of the window record, with its message and author;
 // 3. writes the outcome the windows controller recorded (Committed, AlreadyPresent,
 //    NothingToCommit, Failed) into the request's status, then forgets it in the record;
 // 4. fails it when it did not finish within closeDelaySeconds + a bounded grace;
@@ -13,7 +14,8 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, WorkQueue, clusterOf, keyOf, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { getCondition, setCondition, updateStatus, type Condition } from '../status.js';
-import { openWindow } from '../windows/policy.js';
+import { SystemClient } from '../client.js';
+import { mayClaim, openWindow } from '../windows/policy.js';
 import { unchanged, WINDOWS_RESOURCE, type RequestOutcome, type WindowRecords } from '../windows/record.js';
 import type { TargetKey } from '../windows/types.js';
 import { GITTARGETS } from '../windows/controller.js';
@@ -26,6 +28,8 @@ const DEFAULT_TTL_SECONDS = 3600;
 
 export interface CommitRequestControllerDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   records: WindowRecords;
   gitTargets: Informer;
   log: Logger;
@@ -140,9 +144,10 @@ export class CommitRequestController {
     const uid = cr.metadata.uid ?? '';
     await this.deps.records.mutate(target, (r) => {
       if (r.outcomes.some((o) => o.uid === uid) || r.waiting.some((w) => w.uid === uid) || r.windows.some((w) => w.request?.uid === uid)) return unchanged(undefined);
-      const base = { name: cr.metadata.name ?? '', uid, message: spec.message, author: who.author, authorKind: who.kind };
+      const base = { name: cr.metadata.name ?? '', uid, message: spec.message, author: who.author, authorKind: who.kind, ...(who.claims ? { claims: who.claims } : {}) };
+      // Only a window it may claim: unattributed, or its submitter's own (never another user's work).
       const open = openWindow(r);
-      if (open && !open.request) open.request = { ...base, attachedAt: now, closeAt: now + closeDelayMs };
+      if (open && !open.request && mayClaim(open, who.claims)) open.request = { ...base, attachedAt: now, closeAt: now + closeDelayMs };
       else r.waiting.push({ ...base, closeDelayMs, deadline: now + closeDelayMs });
       return undefined;
     });
@@ -220,7 +225,7 @@ export class CommitRequestController {
   /** Returns false when the request is gone or already finished (someone else wrote the outcome). */
   private async writeStatus(cr: KubeObject, conds: Condition[], extra?: (s: Record<string, unknown>) => void): Promise<boolean> {
     let wrote = false;
-    await updateStatus(this.deps.store, COMMITREQUESTS, crKey(cr), cr.metadata.uid, (status, obj) => {
+    await updateStatus(this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store)), COMMITREQUESTS, crKey(cr), cr.metadata.uid, (status, obj) => {
       if (isFinished(obj)) return false;
       let changed = false;
       for (const c of conds) changed = setCondition(status, c, obj.metadata.generation) || changed;

@@ -13,9 +13,13 @@ import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceError } from '../source/client.js';
 import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
+import { getCondition } from '../status.js';
+import { SystemClient } from '../client.js';
 
 export interface MirrorDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   log: Logger;
   keeper: LeaseKeeper;
   sink: WindowSink;
@@ -82,6 +86,7 @@ export interface MirrorController {
 
 export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const { store, log, keeper, sink, connector } = deps;
+  const client = deps.client ?? SystemClient.forStore(store);
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
   const pendingStatus = new Map<string, NodeJS.Timeout>();
@@ -100,7 +105,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
     const k = parseKey(key);
-    return writeMirrorStatus(store, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
   };
 
   // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
@@ -134,6 +139,8 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await teardown(key);
       return;
     }
+    const ready = getCondition(obj, 'Ready');
+    if (spec?.suspend === true && !running.has(key) && ready?.reason === 'Suspended' && ready.observedGeneration === generation) return; // already reported
     const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
     if (!lease) {
       await teardown(key);
@@ -141,8 +148,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     }
     const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
     if (spec?.suspend === true) {
+      const synced = running.get(key)?.report?.synced ?? idle;
       await teardown(key);
-      await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced: running.get(key)?.report?.synced ?? idle, streams: { ready: 0, total: 0 }, suspended: true });
+      await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced, streams: { ready: 0, total: 0 }, suspended: true });
+      // A suspended target needs no lease: holding it would renew it every few seconds for nothing.
+      await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
     const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);

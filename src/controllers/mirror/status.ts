@@ -1,10 +1,11 @@
 // GitTarget status as the mirror owns it: Validated, SourceReachable, Synced, status.streams,
 // observedGeneration, and Ready (True only when Validated, SourceReachable, RepositoryReady and Synced
 // all are). RepositoryReady, lastCommit and pendingChanges belong to the windows controller; they
-// are read here, never written. Every write is a compare-and-swap on the latest stored object that
+// are read here, never written. Every write goes through the registry (controllers/client.ts) from the latest stored object and
 // changes only these fields, so two controllers writing one status never undo each other.
-import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type Store } from '../../storage/types.js';
+import type { KubeObject, ObjectKey, ResourceRef } from '../../storage/types.js';
 import { updateStatus, type Condition } from '../status.js';
+import type { SystemClient } from '../client.js';
 
 export type { Condition };
 
@@ -67,17 +68,13 @@ export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Reco
 }
 
 /** Writes the mirror's part of a GitTarget's status (CAS, retried on conflict). */
-export async function writeMirrorStatus(store: Store, key: ObjectKey, uid: string, s: MirrorStatus): Promise<void> {
-  try {
-    await updateStatus(store, GITTARGETS, key, uid, (status, obj) => {
-      const next = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
-      if (!next) return false;
-      for (const k of Object.keys(status)) delete status[k];
-      Object.assign(status, next);
-      return true;
-    });
-  } catch (e) {
-    if (e instanceof StorageError && e.code === 'NotFound') return; // deleted meanwhile
-    throw e;
-  }
+export async function writeMirrorStatus(client: SystemClient, key: ObjectKey, uid: string, s: MirrorStatus): Promise<void> {
+  // A GitTarget deleted meanwhile resolves undefined: nothing to write.
+  await updateStatus(client, GITTARGETS, key, uid, (status, obj) => {
+    const next = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    if (!next) return false;
+    for (const k of Object.keys(status)) delete status[k];
+    Object.assign(status, next);
+    return true;
+  });
 }

@@ -57,7 +57,7 @@ interface Entry {
   hash: string;
   object: KubeObject;
   resource: string;
-  source: { uid: string; resourceVersion: string };
+  source: { uid: string; resourceVersion: string; resource: string };
 }
 
 interface Stream {
@@ -188,7 +188,7 @@ export class TargetMirror {
     const full: KubeObject = { ...obj, apiVersion: obj.apiVersion || (stream.type.group ? `${stream.type.group}/${stream.type.version}` : stream.type.version), kind: obj.kind || stream.type.kind };
     const object = sanitizeObject(full);
     const hash = createHash('sha256').update(JSON.stringify(object)).digest('hex');
-    return { hash, object, resource: stream.type.resource, source: { uid: obj.metadata.uid ?? '', resourceVersion: obj.metadata.resourceVersion ?? '' } };
+    return { hash, object, resource: stream.type.resource, source: { uid: obj.metadata.uid ?? '', resourceVersion: obj.metadata.resourceVersion ?? '', resource: stream.type.resource } };
   }
 
   private write(e: Entry): PendingChange {
@@ -244,7 +244,7 @@ export class TargetMirror {
       // Deleted, being deleted (deletionTimestamp), or now noise: the file goes, once.
       if (!held) return;
       if (this.snapshotSubmitted && this.d.spec.prune !== 'Never') {
-        await this.d.sink.add(this.d.key, [{ op: 'delete', ref: refOf(held.object), source: { uid: obj.metadata?.uid ?? held.source.uid, resourceVersion: obj.metadata?.resourceVersion ?? '' } }]);
+        await this.d.sink.add(this.d.key, [{ op: 'delete', ref: refOf(held.object), source: { uid: obj.metadata?.uid ?? held.source.uid, resourceVersion: obj.metadata?.resourceVersion ?? '', resource: stream.type.resource } }]);
       }
       stream.objects.delete(k);
     });
@@ -267,7 +267,12 @@ export class TargetMirror {
       writes.sort((a, b) => (a.op === 'write' && b.op === 'write' ? identityKeyOf(a.object).localeCompare(identityKeyOf(b.object)) : 0));
       let deletes: ObjectRef[] | undefined;
       if (this.d.spec.prune === 'Always' && this.d.folderListing) {
-        const inFolder = await this.d.folderListing(this.d.key);
+        // Files in the folder the source no longer (or never) holds: gone under Always. Only from
+        // a complete listing: one that failed removes nothing, and the snapshot goes ahead.
+        const inFolder = await this.d.folderListing(this.d.key).catch((e: Error) => {
+          this.d.log.warn('folder not listed; the snapshot removes nothing', { target: `${this.d.key.namespace}/${this.d.key.name}`, error: e?.message ?? String(e) });
+          return undefined;
+        });
         if (inFolder) deletes = inFolder.filter((r) => !seen.has(identityKeyOf({ apiVersion: r.apiVersion, kind: r.kind, metadata: { namespace: r.namespace, name: r.name } })));
       }
       // The id names this listing of this source: two sources with equal resourceVersions (two

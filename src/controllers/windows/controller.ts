@@ -12,11 +12,15 @@ import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
+import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import { setCondition, updateStatus } from '../status.js';
+import { SystemClient } from '../client.js';
+import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
-import { WINDOWS_RESOURCE, WindowRecords, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
+import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
+import { flushStaging, nextStagingDeadline } from './staging.js';
 import type { TargetKey, WindowOutcome } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
@@ -26,6 +30,8 @@ export const LEASE_RETRY_MS = 2_000;
 
 export interface WindowsControllerDeps {
   store: Store;
+  /** Status writes go through the registry as the system identity; default: a client over `store`. */
+  client?: SystemClient;
   engine: CommitEngine;
   keeper: LeaseKeeper;
   committer: { name: string; email: string };
@@ -34,6 +40,8 @@ export interface WindowsControllerDeps {
   metrics?: ControllerMetrics;
   /** Git credentials of a GitTarget (spec.repository.secretRef); none by default. */
   credentials?(gitTarget: KubeObject): Promise<GitCredentials | undefined>;
+  /** Per-edit attribution from audit facts; without it every window is unattributed. */
+  attribution?: AttributionConfig;
 }
 
 export function targetKeyOf(gt: KubeObject): TargetKey {
@@ -46,9 +54,12 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
+  private readonly audit: AuditConditionWriter;
+  private readonly unsubscribeFacts?: () => void;
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.records = new WindowRecords(deps.store);
+    this.audit = new AuditConditionWriter(this.records, deps.attribution, deps.log);
     this.sink = new StoreWindowSink(
       this.records,
       (t) => {
@@ -56,11 +67,18 @@ export class WindowsController {
         return gt?.metadata.uid === t.uid ? gt : undefined;
       },
       deps.log,
+      Date.now,
+      deps.attribution,
+      (tiers) => this.joined(tiers),
     );
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
     this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, maxDelayMs: 10_000 });
     deps.gitTargets.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: (o) => this.queue.add(keyOf(o, clusterOf(o))) });
     this.windows.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: () => undefined });
+    // Facts arrived on a route (posted to this replica): its targets look again now.
+    this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
+      for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
+    });
     deps.keeper.onLost((name) => {
       if (name.startsWith('gittarget/')) {
         const [, cluster, ns, n] = name.split('/');
@@ -74,6 +92,7 @@ export class WindowsController {
   }
 
   async stop(): Promise<void> {
+    this.unsubscribeFacts?.();
     this.windows.stop();
     await this.queue.stop();
   }
@@ -85,11 +104,28 @@ export class WindowsController {
     if (!gt) return this.targetGone(key);
     const target = targetKeyOf(gt);
     if ((gt.spec as { suspend?: boolean } | undefined)?.suspend) return;
+    const route = this.routeOf(gt);
+    const result = await this.work(key, gt, target, route);
+    const recheckAt = await this.audit.write(key, gt, target, route, (fn) => this.patchConditions(gt, fn));
+    if (recheckAt === undefined) return result;
+    const after = Math.max(0, recheckAt - Date.now());
+    return result?.requeueAfterMs !== undefined && result.requeueAfterMs <= after ? result : { requeueAfterMs: after };
+  }
+
+  private routeOf(gt: KubeObject): string | undefined {
+    return this.deps.attribution ? effectiveRoute(gt, this.deps.attribution.auditListener) : undefined;
+  }
+
+  private joined(tiers: JoinTier[]): void {
+    for (const tier of tiers) this.deps.metrics?.joins.inc({ tier });
+  }
+
+  private async work(key: string, gt: KubeObject, target: TargetKey, route: string | undefined): Promise<QueueResult | void> {
     const leaseName = targetLeaseName(target);
     // The lease is taken only while there is work: an idle GitTarget costs no lease writes.
     let rec = (this.windows.get(key) as WindowRecord | undefined) ?? (await this.records.get(target));
     if (rec?.target.uid !== target.uid) rec = undefined;
-    if (!rec || (rec.windows.length === 0 && rec.waiting.length === 0)) {
+    if (!rec || !hasWork(rec)) {
       if (this.deps.keeper.holds(leaseName)) {
         await this.writeTargetStatus(gt, { pending: 0 });
         await this.deps.keeper.release(leaseName, 'windows');
@@ -103,12 +139,24 @@ export class WindowsController {
     // Under the lease, read the record itself (the cache may lag what another replica did).
     rec = await this.records.get(target);
     if (!rec) return;
+    let stagingWake: number | undefined;
+    if (rec.staging?.length) {
+      if (route && this.deps.attribution) this.joined(await drainTarget(this.records, this.deps.attribution, target, route, policy, now));
+      else await this.records.mutate(target, (r) => flushStaging(r, policy, now));
+      rec = await this.records.get(target);
+      if (!rec) return;
+      // Still waiting: look again at the head's deadline, and meanwhile for facts another replica stored.
+      const deadline = nextStagingDeadline(rec);
+      if (deadline !== undefined) stagingWake = Math.min(deadline, now + STAGING_POLL_MS);
+    }
 
     // CommitRequests that waited in vain for a window end NothingToCommit.
-    if (rec.waiting.some((w) => w.deadline <= now)) {
+    // (Not while a change staged before its deadline still waits for its author: it may be the request's.)
+    const expires = (r: WindowRecord, w: WindowRecord['waiting'][number]) => w.deadline <= now && !(r.staging ?? []).some((e) => e.change && e.stagedAt <= w.deadline);
+    if (rec.waiting.some((w) => expires(rec!, w))) {
       rec = await this.records.mutate(target, (r) => {
-        const expired = r.waiting.filter((w) => w.deadline <= now);
-        r.waiting = r.waiting.filter((w) => w.deadline > now);
+        const expired = r.waiting.filter((w) => expires(r, w));
+        r.waiting = r.waiting.filter((w) => !expires(r, w));
         for (const w of expired) {
           r.outcomes.push({ name: w.name, uid: w.uid, outcome: 'NothingToCommit', message: 'no pending change was collected for this request within its close delay; nothing to commit', time: iso(now) });
         }
@@ -116,7 +164,8 @@ export class WindowsController {
       });
     }
     const first = rec.windows[0];
-    const nextWaiting = Math.min(...rec.waiting.map((w) => w.deadline));
+    // Requests held past their deadline by staged changes are looked at with the staging list.
+    const nextWaiting = Math.min(stagingWake ?? Infinity, ...rec.waiting.map((w) => (w.deadline > now ? w.deadline : (stagingWake ?? now + STAGING_POLL_MS))));
     if (!first) {
       await this.writeTargetStatus(gt, { pending: 0 });
       return Number.isFinite(nextWaiting) ? { requeueAfterMs: nextWaiting - now } : undefined;
@@ -134,32 +183,44 @@ export class WindowsController {
         } else wake = Math.min(wake, last + PENDING_STATUS_INTERVAL_MS);
         return { requeueAfterMs: Math.max(0, wake - now) };
       }
-      await this.records.mutate(target, (r) => {
+      // Closing counts the first attempt in the same write: one durable write less between the
+      // idle timer and the push (a single edit's latency).
+      const closed = await this.records.mutate(target, (r) => {
         const w = r.windows[0];
         if (!w || w.seq !== first.seq || w.closing) return unchanged(undefined);
-        w.closing = { reason: due.reason, at: now, attempts: 0 };
-        return undefined;
+        w.closing = { reason: due.reason, at: now, attempts: 1 };
+        return structuredClone(w);
       });
+      if (closed) {
+        await this.commitFirst(gt, target, lease.check, closed);
+        this.queue.add(key);
+        return;
+      }
     }
     await this.commitFirst(gt, target, lease.check);
     // More windows may be due: look again right away.
     this.queue.add(key);
   }
 
-  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>): Promise<void> {
+  /** Commits the first window; `counted` is that window when closing it already counted this attempt. */
+  private async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>, counted?: Window): Promise<void> {
+    const started = performance.now();
     // Count the attempt durably before touching Git, so a retry after a crash knows a push may have happened.
-    const w = await this.records.mutate(target, (r) => {
-      const x = r.windows[0];
-      if (!x?.closing) return unchanged(undefined);
-      x.closing.attempts++;
-      return structuredClone(x);
-    });
+    const w =
+      counted ??
+      (await this.records.mutate(target, (r) => {
+        const x = r.windows[0];
+        if (!x?.closing) return unchanged(undefined);
+        x.closing.attempts++;
+        return structuredClone(x);
+      }));
     if (!w) return;
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
     const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
     const committer: Person = { name: this.deps.committer.name, email: this.deps.committer.email };
-    const author = w.request?.author ?? committer;
-    const authorKind: AuthorKind = w.request?.authorKind ?? 'committer';
+    // A CommitRequest's author, else the audited (or unresolved) author of the window, else the committer.
+    const author = w.request?.author ?? w.author ?? committer;
+    const authorKind: AuthorKind = w.request?.authorKind ?? w.authorKind ?? 'committer';
     const message = w.request?.message ?? generatedMessage(w, `${target.namespace}/${target.name}`);
     let result;
     try {
@@ -208,6 +269,9 @@ export class WindowsController {
       reason: w.closing!.reason,
       commitRequest: w.request?.name,
       authorKind,
+      // Where the time went: the whole commit as the controller saw it, and the engine's phases.
+      ms: Math.round(performance.now() - started),
+      ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
     });
     const rec = await this.records.get(target);
     await this.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
@@ -248,6 +312,8 @@ export class WindowsController {
    * fail in the CommitRequest controller, which finds the GitTarget gone.
    */
   private async targetGone(key: string): Promise<void> {
+    this.audit.forget(key);
+    this.pendingWrittenAt.delete(key);
     const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
@@ -261,12 +327,21 @@ export class WindowsController {
     await this.deps.keeper.release(targetLeaseName(target), 'windows');
   }
 
+  private statusClient(): SystemClient {
+    return this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store));
+  }
+
+  private async patchConditions(gt: KubeObject, fn: (status: Record<string, unknown>, obj: KubeObject) => boolean): Promise<void> {
+    const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, fn);
+  }
+
   private async writeTargetStatus(
     gt: KubeObject,
     s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
   ): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.deps.store, GITTARGETS, key, gt.metadata.uid, (status, obj) => {
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => {
       let changed = false;
       // A GitTarget that never had a pending change gets no status write (absent reads as 0).
       if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {

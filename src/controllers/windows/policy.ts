@@ -32,8 +32,17 @@ export function closeDue(w: Window, p: CommitPolicy): { at: number; reason: stri
   return due.reduce((a, b) => (b.at < a.at ? b : a));
 }
 
-/** The window changes join: the last one, unless it is closed or belongs to another author. */
-export function openWindow(r: WindowRecord, authorKey = ''): Window | undefined {
+/** The open window: the last one, unless it is closed (whoever's it is; see mayClaim). */
+export function openWindow(r: WindowRecord): Window | undefined {
   const w = r.windows[r.windows.length - 1];
-  return w && !w.closing && w.kind === 'changes' && w.authorKey === authorKey ? w : undefined;
+  return w && !w.closing && w.kind === 'changes' ? w : undefined;
+}
+
+/**
+ * Whether a CommitRequest that `claims` an author key (its submitter's) may attach to `w`: any
+ * request claims an unattributed window; an audited user's window only that user's request;
+ * an unresolved window nobody's (no one may finalize work no fact tied to them).
+ */
+export function mayClaim(w: Window, claims: string | undefined): boolean {
+  return w.authorKey === '' || (claims !== undefined && w.authorKey === claims);
 }

@@ -5,13 +5,15 @@
 // the window all happen in one write, on either backend, and survive crashes and replica changes.
 import { identityKey, identityOf } from '../../git/manifest-yaml.js';
 import type { Person } from '../../git/index.js';
+import type { JoinTier } from '../../attribution/join.js';
 import { DEFAULT_CLUSTER, StorageError, type KubeObject, type ObjectKey, type ResourceRef, type Store } from '../../storage/types.js';
 import type { PendingChange, TargetKey, WindowOutcome } from './types.js';
 
 export const WINDOWS_RESOURCE: ResourceRef = { group: 'internal.configbutler.ai', resource: 'commitwindows' };
 export const WINDOWS_API_VERSION = 'internal.configbutler.ai/v1';
 
-export type AuthorKind = 'asserted' | 'submitter' | 'committer';
+/** Who a commit names as its author (the author_kind label of reverser_commits_total). */
+export type AuthorKind = 'asserted' | 'submitter' | 'committer' | 'audit' | 'unresolved';
 
 /** A CommitRequest bound to a window: its message and author ride the window. */
 export interface AttachedRequest {
@@ -20,6 +22,8 @@ export interface AttachedRequest {
   message: string;
   author: Person;
   authorKind: AuthorKind;
+  /** The authorKey of the attributed windows this request may claim (its submitter's); unattributed windows any request claims. */
+  claims?: string;
   /** ms since epoch */
   attachedAt: number;
   closeAt: number;
@@ -37,10 +41,14 @@ export interface Window {
   kind: 'changes' | 'snapshot';
   snapshotId?: string;
   /**
-   * Whose changes these are. '' = unattributed (today, every window). Per-edit attribution (#15)
-   * keys windows by (GitTarget, author): a change by another author closes the open window.
+   * Whose changes these are: '' = unattributed (no audit route; a snapshot), `user:<username>` =
+   * the edits of one audited user, `unresolved` = edits no fact named in time. Windows are keyed
+   * by (GitTarget, author): a change by another author closes the open window.
    */
   authorKey: string;
+  /** The author of an attributed window (from its first fact); a CommitRequest's author overrides it. */
+  author?: Person;
+  authorKind?: Extract<AuthorKind, 'audit' | 'unresolved'>;
   openedAt: number;
   lastChangeAt: number;
   /** First-seen order; one entry per object (the latest change wins). */
@@ -62,10 +70,42 @@ export interface RequestOutcome {
   time: string;
 }
 
+/**
+ * A change waiting for the audit fact that names its author (or a snapshot queued behind such
+ * changes). Kept in order: the head leaves first, into its author's window, once a fact matches or
+ * its grace ends; nothing overtakes it.
+ */
+export interface StagedEntry {
+  seq: number;
+  /** ms since epoch: staged at, and the end of its grace. */
+  stagedAt: number;
+  deadline: number;
+  change?: PendingChange;
+  /** Resolved at add time while older entries still waited. */
+  resolved?: StagedAttribution;
+  snapshot?: { id: string; changes: PendingChange[] };
+}
+
+export interface StagedAttribution {
+  authorKey: string;
+  author: Person;
+  kind: 'audit' | 'unresolved';
+  tier: JoinTier;
+}
+
 export interface WindowRecord extends KubeObject {
   target: TargetKey;
   nextSeq: number;
   windows: Window[];
+  /** Changes awaiting attribution (GitTargets with an audit route); absent in records of older versions. */
+  staging?: StagedEntry[];
+  /** The route's fact health as this target saw it (the AuditAttribution condition). */
+  attribution?: {
+    /** ms: the oldest change mirrored since the route's last fact; cleared when a fact arrives after it. */
+    awaitingFactsSince?: number;
+    /** The route's last fact time when this target last looked (a new value means facts arrive). */
+    lastFactSeen?: string;
+  };
   waiting: WaitingRequest[];
   /** CommitRequest outcomes not yet written to the requests' status. */
   outcomes: RequestOutcome[];
@@ -100,7 +140,12 @@ export function emptyRecord(t: TargetKey): WindowRecord {
 }
 
 export function pendingCount(r: WindowRecord): number {
-  return r.windows.reduce((n, w) => n + w.changes.length, 0);
+  return r.windows.reduce((n, w) => n + w.changes.length, 0) + (r.staging ?? []).reduce((n, s) => n + (s.change ? 1 : (s.snapshot?.changes.length ?? 0)), 0);
+}
+
+/** Whether the record holds anything for the controller to do. */
+export function hasWork(r: WindowRecord): boolean {
+  return r.windows.length > 0 || r.waiting.length > 0 || (r.staging?.length ?? 0) > 0;
 }
 
 export function recordSnapshot(r: WindowRecord, id: string, o: WindowOutcome): void {

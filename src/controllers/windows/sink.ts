@@ -1,9 +1,14 @@
 // The WindowSink the mirror writes to: every call is one compare-and-swap of the GitTarget's
-// window record, so it is durable when it resolves (the Store acknowledged it).
+// window record, so it is durable when it resolves (the Store acknowledged it). With an audit route
+// the changes are looked up first (the join) and either join their author's window at once or wait
+// in the record's staging list (staging.ts).
+import { DEFAULT_ATTRIBUTION_GRACE_MS, effectiveRoute, resolvePrefix, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
-import { closeDue, commitsEachChange, openWindow, policyOf, type CommitPolicy } from './policy.js';
-import { mergeChanges, recordSnapshot, unchanged, type Window, type WindowRecord, type WindowRecords } from './record.js';
+import { policyOf } from './policy.js';
+import { recordSnapshot, unchanged, type WindowRecords } from './record.js';
+import { flushStaging, stageChanges, stageSnapshot } from './staging.js';
+import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';
 
 export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOutcome) => void;
@@ -17,25 +22,39 @@ export class StoreWindowSink implements WindowSink {
     private readonly gitTarget: (t: TargetKey) => KubeObject | undefined,
     private readonly log?: Logger,
     private readonly now: () => number = Date.now,
+    private readonly attribution?: AttributionConfig,
+    /** Called with the join tier of every change that joined a window at add time. */
+    private readonly onJoined?: (tiers: JoinTier[]) => void,
   ) {}
 
   async add(target: TargetKey, changes: PendingChange[]): Promise<void> {
     if (changes.length === 0) return;
-    const policy = policyOf(this.gitTarget(target));
-    await this.records.mutate(target, (r) => addChanges(r, changes, policy, this.now()));
+    const gt = this.gitTarget(target);
+    const policy = policyOf(gt);
+    const route = this.attribution ? effectiveRoute(gt, this.attribution.auditListener) : undefined;
+    if (!route || !this.attribution) {
+      await this.records.mutate(target, (r) => {
+        // Changes staged while the target had a route go first.
+        if (r.staging) flushStaging(r, policy, this.now());
+        addChanges(r, changes, policy, this.now());
+      });
+      return;
+    }
+    // Facts already there resolve now (no latency); the first miss and all after it wait, in order.
+    const resolved = await resolvePrefix(this.attribution.facts, route, changes);
+    const grace = this.attribution.graceMs ?? DEFAULT_ATTRIBUTION_GRACE_MS;
+    const moved = await this.records.mutate(target, (r) => stageChanges(r, changes, resolved, policy, this.now(), grace));
+    if (moved.length) this.onJoined?.(moved);
   }
 
   async snapshot(target: TargetKey, input: SnapshotInput): Promise<void> {
     const now = this.now();
     await this.records.mutate(target, (r) => {
-      if (r.snapshots.some((s) => s.id === input.id) || r.windows.some((w) => w.snapshotId === input.id)) return unchanged(undefined);
-      // Changes already added are committed first, in their own window, so order is kept.
-      const open = openWindow(r);
-      if (open) open.closing = { reason: 'snapshot', at: now, attempts: 0 };
-      const w: Window = { seq: r.nextSeq++, kind: 'snapshot', snapshotId: input.id, authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
-      mergeChanges(w, [...input.writes, ...(input.deletes ?? []).map((ref) => ({ op: 'delete' as const, ref }))]);
-      w.closing = { reason: 'snapshot', at: now, attempts: 0 };
-      r.windows.push(w);
+      if (r.snapshots.some((s) => s.id === input.id) || r.windows.some((w) => w.snapshotId === input.id) || r.staging?.some((e) => e.snapshot?.id === input.id)) return unchanged(undefined);
+      // Changes already added are committed first, so order is kept: those still waiting for
+      // their author hold the snapshot behind them.
+      if (r.staging?.length) stageSnapshot(r, input.id, snapshotChanges(input), now);
+      else applySnapshot(r, { id: input.id, changes: snapshotChanges(input) }, now);
       return undefined;
     });
   }
@@ -63,41 +82,4 @@ export class StoreWindowSink implements WindowSink {
       }
     }
   }
-}
-
-/** The record transition of WindowSink.add (pure; exported for the controller's tests). */
-export function addChanges(r: WindowRecord, changes: PendingChange[], policy: CommitPolicy, now: number): void {
-  let open = openWindow(r);
-  // A window whose close time already passed takes nothing more: it is due, the controller closes it next.
-  if (open && closeDue(open, policy).at <= now) {
-    open.closing = { reason: closeDue(open, policy).reason, at: now, attempts: 0 };
-    open = undefined;
-  }
-  const newWindow = (): Window => {
-    const w: Window = { seq: r.nextSeq++, kind: 'changes', authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
-    // The oldest waiting CommitRequest claims a window the moment it opens.
-    const waiting = r.waiting.shift();
-    if (waiting) {
-      const { closeDelayMs, deadline: _d, ...req } = waiting;
-      w.request = { ...req, attachedAt: now, closeAt: now + closeDelayMs };
-    }
-    r.windows.push(w);
-    return w;
-  };
-  if (commitsEachChange(policy) && !open?.request) {
-    for (const c of changes) {
-      if (open?.request) {
-        mergeChanges(open, [c]);
-        continue;
-      }
-      const w = newWindow();
-      mergeChanges(w, [c]);
-      if (w.request) open = w;
-      else w.closing = { reason: 'idle-zero', at: now, attempts: 0 };
-    }
-    return;
-  }
-  const w = open ?? newWindow();
-  mergeChanges(w, changes);
-  w.lastChangeAt = now;
 }

@@ -20,6 +20,8 @@ export interface TargetKey {
 export interface ChangeSource {
   uid: string;
   resourceVersion: string;
+  /** Plural resource in the source cluster (a delete's ObjectRef names only the kind). */
+  resource?: string;
 }
 
 /**

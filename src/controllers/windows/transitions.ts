@@ -1,0 +1,73 @@
+// The record transitions of changes and snapshots joining windows (pure functions of the record;
+// every caller runs them inside one compare-and-swap, WindowRecords.mutate).
+import type { StagedAttribution, Window, WindowRecord } from './record.js';
+import { mergeChanges } from './record.js';
+import { closeDue, commitsEachChange, mayClaim, openWindow, type CommitPolicy } from './policy.js';
+import type { PendingChange, SnapshotInput } from './types.js';
+
+/** Whose changes: unattributed (no audit route) unless the join named someone. */
+export type WindowAuthor = Pick<StagedAttribution, 'authorKey' | 'author' | 'kind'>;
+export const UNATTRIBUTED: WindowAuthor | undefined = undefined;
+
+/** Changes joining the open window of their author (opening one, closing another author's). */
+export function addChanges(r: WindowRecord, changes: PendingChange[], policy: CommitPolicy, now: number, who?: WindowAuthor): void {
+  const authorKey = who?.authorKey ?? '';
+  let open = openWindow(r);
+  // A window whose close time already passed takes nothing more: it is due, the controller closes it next.
+  // (Due exactly now is not past: changes moved in the same transition — a drained staging list
+  // whose first change opened the window a request with closeDelaySeconds 0 claimed — stay together.)
+  if (open && closeDue(open, policy).at < now) {
+    open.closing = { reason: closeDue(open, policy).reason, at: now, attempts: 0 };
+    open = undefined;
+  }
+  // Windows never mix authors: another author's change closes the open window.
+  if (open && open.authorKey !== authorKey) {
+    open.closing = { reason: 'author-changed', at: now, attempts: 0 };
+    open = undefined;
+  }
+  const newWindow = (): Window => {
+    const w: Window = { seq: r.nextSeq++, kind: 'changes', authorKey, openedAt: now, lastChangeAt: now, changes: [] };
+    if (who) {
+      w.author = { name: who.author.name, email: who.author.email };
+      w.authorKind = who.kind;
+    }
+    // The oldest waiting CommitRequest that may claim it claims a window the moment it opens.
+    const i = r.waiting.findIndex((x) => mayClaim(w, x.claims));
+    if (i >= 0) {
+      const [{ closeDelayMs, deadline: _d, ...req }] = r.waiting.splice(i, 1);
+      w.request = { ...req, attachedAt: now, closeAt: now + closeDelayMs };
+    }
+    r.windows.push(w);
+    return w;
+  };
+  if (commitsEachChange(policy) && !open?.request) {
+    for (const c of changes) {
+      if (open?.request) {
+        mergeChanges(open, [c]);
+        continue;
+      }
+      const w = newWindow();
+      mergeChanges(w, [c]);
+      if (w.request) open = w;
+      else w.closing = { reason: 'idle-zero', at: now, attempts: 0 };
+    }
+    return;
+  }
+  const w = open ?? newWindow();
+  mergeChanges(w, changes);
+  w.lastChangeAt = now;
+}
+
+/** A snapshot: the open window closes first (order kept), then the snapshot is one closed window of its own. */
+export function applySnapshot(r: WindowRecord, input: Pick<SnapshotInput, 'id'> & { changes: PendingChange[] }, now: number): void {
+  const open = openWindow(r);
+  if (open) open.closing = { reason: 'snapshot', at: now, attempts: 0 };
+  const w: Window = { seq: r.nextSeq++, kind: 'snapshot', snapshotId: input.id, authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
+  mergeChanges(w, input.changes);
+  w.closing = { reason: 'snapshot', at: now, attempts: 0 };
+  r.windows.push(w);
+}
+
+export function snapshotChanges(input: SnapshotInput): PendingChange[] {
+  return [...input.writes, ...(input.deletes ?? []).map((ref) => ({ op: 'delete' as const, ref }))];
+}
