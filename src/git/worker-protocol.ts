@@ -10,6 +10,8 @@ export type LeaseOp = 'acquireLease' | 'renewLease' | 'checkLease' | 'releaseLea
 
 export type ToWorker =
   | { type: 'commit'; id: number; input: CommitInput }
+  /** A slice of a large commit's changes, sent ahead of its 'commit' message (which then carries none of them). */
+  | { type: 'changes'; id: number; changes: CommitInput['changes'] }
   | { type: 'list'; id: number; input: FolderInput }
   | { type: 'lease-reply'; id: number; ok: true; value: unknown }
   | { type: 'lease-reply'; id: number; ok: false; message: string };

@@ -11,6 +11,7 @@ import { GitEngine } from './engine.js';
 import { GitEngineError } from './errors.js';
 import type { LeaseProvider } from './lease.js';
 import type { FromWorker, LeaseOp, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
+import type { CommitInput } from './engine.js';
 
 const port = parentPort!;
 const opts = workerData as WorkerEngineOptions;
@@ -35,7 +36,20 @@ const lease: LeaseProvider = {
 const { useLeases, ...engineOpts } = opts;
 const engine = new GitEngine({ ...engineOpts, lease: useLeases ? lease : undefined });
 
+/** Changes of large commits arriving in slices, by commit id, until their 'commit' message. */
+const slices = new Map<number, CommitInput['changes']>();
+
 port.on('message', (msg: ToWorker) => {
+  if (msg.type === 'changes') {
+    const got = slices.get(msg.id);
+    if (got) for (const c of msg.changes) got.push(c);
+    else slices.set(msg.id, msg.changes);
+    return;
+  }
+  if (msg.type === 'commit' && slices.has(msg.id)) {
+    msg.input.changes = [...slices.get(msg.id)!, ...msg.input.changes];
+    slices.delete(msg.id);
+  }
   if (msg.type === 'lease-reply') {
     const call = leaseCalls.get(msg.id);
     leaseCalls.delete(msg.id);

@@ -21,6 +21,9 @@ import { isClusterNoise } from './noise.js';
 
 export type PruneMode = 'Never' | 'OnEvent' | 'Always';
 
+/** Objects sanitized per turn of the event loop when a whole listing is handed over. */
+const SANITIZE_BATCH = 500;
+
 export interface MirrorSpec {
   resources: Array<{ group: string; version?: string; resource: string; namespaces?: string[]; labelSelector?: string }>;
   prune: PruneMode;
@@ -197,8 +200,10 @@ export class TargetMirror {
 
   private async onReplace(stream: Stream, items: KubeObject[], _rv: string, initial: boolean): Promise<void> {
     const next = new Map<string, Entry>();
-    for (const it of items) {
-      const e = this.entryOf(stream, it);
+    for (let i = 0; i < items.length; i++) {
+      // Sanitizing and hashing 10,000 objects in one go held the API's event loop for ~0.1 s.
+      if (i > 0 && i % SANITIZE_BATCH === 0) await new Promise((r) => setImmediate(r));
+      const e = this.entryOf(stream, items[i]!);
       if (e) next.set(identityKeyOf(e.object), e);
     }
     await this.inOrder(async () => {
@@ -255,16 +260,19 @@ export class TargetMirror {
     if (this.snapshotSubmitted || this.stopped || !this.streams.every((s) => s.listed)) return;
     this.snapshotSubmitted = true;
     void this.inOrder(async () => {
-      const writes: PendingChange[] = [];
+      const keyed: Array<[string, PendingChange]> = [];
       const seen = new Set<string>();
       for (const s of this.streams) {
         for (const [k, e] of s.objects) {
           if (seen.has(k)) continue;
           seen.add(k);
-          writes.push(this.write(e));
+          keyed.push([k, this.write(e)]);
         }
       }
-      writes.sort((a, b) => (a.op === 'write' && b.op === 'write' ? identityKeyOf(a.object).localeCompare(identityKeyOf(b.object)) : 0));
+      // By identity key, in code-unit order: localeCompare with the key recomputed per comparison
+      // took ~0.1 s of the event loop for 10,000 objects.
+      keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      const writes = keyed.map(([, w]) => w);
       let deletes: ObjectRef[] | undefined;
       if (this.d.spec.prune === 'Always' && this.d.folderListing) {
         // Files in the folder the source no longer (or never) holds: gone under Always. Only from
