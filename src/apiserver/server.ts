@@ -211,13 +211,16 @@ function peerOf(req: FastifyRequest): Peer {
   return peer;
 }
 
-async function authenticate(ctx: Ctx, req: FastifyRequest, path: string): Promise<UserInfo | undefined> {
+async function authenticate(ctx: Ctx, req: FastifyRequest, info: RequestInfo): Promise<UserInfo | undefined> {
+  const path = info.path;
   const peer = peerOf(req);
   const res = await ctx.cfg.authenticator.authenticate({
     peerChain: peer.chain,
     peerVerified: peer.verified,
     headers: req.headers,
     rawHeaders: req.raw.rawHeaders,
+    // A bearer token is reviewed in the logical cluster it addresses (kcp tokens are per workspace).
+    ...(info.cluster !== DEFAULT_CLUSTER ? { cluster: info.cluster } : {}),
   });
   // Headers an authenticator consumed (or refused to believe) never reach the handlers.
   for (const h of res.consumedHeaders ?? []) delete req.headers[h.toLowerCase()];
@@ -287,7 +290,7 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
     throw e;
   }
   (req as unknown as { k8s?: RequestInfo }).k8s = info;
-  const authenticated = await authenticate(ctx, req, info.path);
+  const authenticated = await authenticate(ctx, req, info);
   const user = authenticated && (await actAs(ctx, req, authenticated, info));
   if (user) (req as unknown as { k8sUser?: UserInfo }).k8sUser = user;
   if (user) await authorize(ctx, user, info);

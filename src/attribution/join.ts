@@ -102,8 +102,17 @@ export async function resolvePrefix(facts: AttributionFacts, route: string, chan
       continue;
     }
     const m = await facts.find(q);
-    if (!m) break;
+    if (!m || provisional(m)) break;
     out.push(attributionOf(m));
   }
   return out;
+}
+
+/**
+ * A match that may still be bettered: a removal matched only by its object's last write. A write
+ * fact never settles a deletion while its grace runs, because the delete fact (the person who
+ * deleted) may still be in kube-apiserver's audit batch.
+ */
+export function provisional(m: FactMatch): boolean {
+  return m.tier === 'latest_write';
 }

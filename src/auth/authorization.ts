@@ -7,6 +7,8 @@ import { RBACFileAuthorizer } from './rbac-file.js';
 import { DelegatedAuthorizer } from './delegated.js';
 import { PUBLIC_INFO_PATHS } from './bootstrap-policy.js';
 import { KcpShardAuthorizer } from './kcp-shard.js';
+import { APIBindingAuthorizer } from './kcp-apibinding.js';
+import { HostingClient } from './hosting.js';
 
 export const SYSTEM_MASTERS = 'system:masters';
 
@@ -98,11 +100,23 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
     default:
       throw new Error(`--authorization-mode: unknown mode ${String((opts as { mode: unknown }).mode)}`);
   }
+  let authorizer: Authorizer = new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner, opts.wildcardClusterGroups ?? [], opts.mode === 'AlwaysAllow');
+  let closeBindings = (): void => {};
+  if (opts.kcpRequireAPIBinding) {
+    if (!opts.hosting) throw new Error('--kcp-require-apibinding: needs kcp to ask (--kubeconfig or --authorization-kubeconfig)');
+    const client = await HostingClient.create(opts.hosting);
+    closeBindings = () => client.close();
+    // Outside the union: no grant, not even AlwaysAllow, makes an unbound workspace ours.
+    authorizer = new APIBindingAuthorizer(client, opts.kcpRequireAPIBinding, authorizer, { now: deps.now });
+  }
   return {
-    authorizer: withKcpShards(opts, new PrivilegedUnionAuthorizer(opts.alwaysAllowPaths, inner, opts.wildcardClusterGroups ?? [], opts.mode === 'AlwaysAllow')),
+    authorizer: withKcpShards(opts, authorizer),
     alwaysAllowPaths: [...opts.alwaysAllowPaths],
     anonymousPaths,
-    close: closeInner,
+    close: () => {
+      closeInner();
+      closeBindings();
+    },
   };
 }
 

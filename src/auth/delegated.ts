@@ -100,11 +100,11 @@ export class DelegatedAuthorizer implements Authorizer {
   }
 
   private async review(attrs: Attributes): Promise<AuthorizationResult> {
-    const path = attrs.cluster ? `/clusters/${encodeURIComponent(attrs.cluster)}${SAR_PATH}` : SAR_PATH;
     this.reviews++;
     let body: unknown;
     try {
-      body = (await this.client.request('POST', path, subjectAccessReviewFor(attrs))).body;
+      // In a logical cluster: `<kcp URL>/clusters/<name>/apis/authorization.k8s.io/...`, so the grants of that workspace decide.
+      body = (await this.client.request('POST', SAR_PATH, subjectAccessReviewFor(attrs), attrs.cluster)).body;
     } catch (e) {
       throw new AuthorizationUnavailableError(`SubjectAccessReview failed: ${(e as Error).message}`);
     }

@@ -26,12 +26,15 @@ const AUTH_HEADER_TTL_MS = 60_000;
 export class HostingClient {
   private authHeader: { value?: string; expires: number } = { expires: 0 };
 
+  private readonly agents = new Map<string, http.Agent>();
+
   private constructor(
     private readonly kc: KubeConfig,
     private readonly base: URL,
-    private readonly agent: http.Agent,
     private readonly tls: https.RequestOptions,
     readonly timeoutMs: number,
+    /** Where a logical cluster's calls go (--kcp-server-url); undefined = the kubeconfig's server. */
+    private readonly kcpBase?: URL,
   ) {}
 
   static async create(opts: HostingClusterOptions): Promise<HostingClient> {
@@ -48,10 +51,7 @@ export class HostingClient {
       ca: probe.ca, cert: probe.cert, key: probe.key,
       rejectUnauthorized: probe.rejectUnauthorized, servername: probe.servername,
     };
-    const agent = base.protocol === 'http:'
-      ? new http.Agent({ keepAlive: true, maxSockets: 64 })
-      : new https.Agent({ keepAlive: true, maxSockets: 64, ...tls } as https.AgentOptions);
-    const client = new HostingClient(kc, base, agent, tls, opts.timeoutMs);
+    const client = new HostingClient(kc, base, tls, opts.timeoutMs, opts.kcpServerURL ? new URL(opts.kcpServerURL) : undefined);
     client.rememberAuth(probe);
     return client;
   }
@@ -72,17 +72,38 @@ export class HostingClient {
     return this.authHeader.value;
   }
 
-  private url(path: string): URL {
-    // Keep a path prefix in the server URL (e.g. a kcp workspace or a proxy).
-    const prefix = this.base.pathname.replace(/\/$/, '');
-    return new URL(prefix + path, this.base);
+  /**
+   * The URL of `path` on the hosting cluster, or in logical cluster `cluster` (a kcp workspace):
+   * `<kcp URL or the kubeconfig's server>/clusters/<cluster><path>`. A path prefix in either URL
+   * (a proxy) is kept.
+   */
+  url(path: string, cluster?: string): URL {
+    const base = cluster === undefined ? this.base : (this.kcpBase ?? this.base);
+    const prefix = base.pathname.replace(/\/$/, '') + (cluster === undefined ? '' : `/clusters/${encodeURIComponent(cluster)}`);
+    return new URL(prefix + path, base);
   }
 
-  /** One JSON call with the configured timeout. Non-2xx answers throw HostingError with the status. */
-  async request(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<HostingResponse> {
+  /** One keep-alive agent per scheme (the kcp URL may differ from the kubeconfig's), with the kubeconfig's TLS material. */
+  private agentFor(u: URL): http.Agent {
+    let a = this.agents.get(u.protocol);
+    if (!a) {
+      a = u.protocol === 'http:'
+        ? new http.Agent({ keepAlive: true, maxSockets: 64 })
+        : new https.Agent({ keepAlive: true, maxSockets: 64, ...this.tls } as https.AgentOptions);
+      this.agents.set(u.protocol, a);
+    }
+    return a;
+  }
+
+  /**
+   * One JSON call with the configured timeout, to the hosting cluster or (with `cluster`) to that
+   * logical cluster. Non-2xx answers throw HostingError with the status.
+   */
+  async request(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, cluster?: string): Promise<HostingResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const auth = await this.authorization();
-    const u = this.url(path);
+    const u = this.url(path, cluster);
+    const where = cluster === undefined ? path : `/clusters/${cluster}${path}`;
     const mod = u.protocol === 'http:' ? http : https;
     return new Promise<HostingResponse>((resolve, reject) => {
       const headers: Record<string, string | number> = { Accept: 'application/json' };
@@ -91,28 +112,28 @@ export class HostingClient {
         headers['Content-Type'] = 'application/json';
         headers['Content-Length'] = payload.length;
       }
-      const req = mod.request(u, { method, headers, agent: this.agent, ...this.tls }, (res) => {
+      const req = mod.request(u, { method, headers, agent: this.agentFor(u), ...this.tls }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (e) => reject(new HostingError(`${method} ${path}: ${e.message}`)));
+        res.on('error', (e) => reject(new HostingError(`${method} ${where}: ${e.message}`)));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
           if (status < 200 || status > 299) {
-            reject(new HostingError(`${method} ${path}: HTTP ${status}: ${statusMessage(text)}`, status));
+            reject(new HostingError(`${method} ${where}: HTTP ${status}: ${statusMessage(text)}`, status));
             return;
           }
           try {
             resolve({ status, body: text ? JSON.parse(text) : undefined });
           } catch {
-            reject(new HostingError(`${method} ${path}: answer is not JSON`, status));
+            reject(new HostingError(`${method} ${where}: answer is not JSON`, status));
           }
         });
       });
       req.setTimeout(this.timeoutMs, () => {
-        req.destroy(new HostingError(`${method} ${path}: no answer within ${this.timeoutMs / 1000}s`));
+        req.destroy(new HostingError(`${method} ${where}: no answer within ${this.timeoutMs / 1000}s`));
       });
-      req.on('error', (e) => reject(e instanceof HostingError ? e : new HostingError(`${method} ${path}: ${e.message}`)));
+      req.on('error', (e) => reject(e instanceof HostingError ? e : new HostingError(`${method} ${where}: ${e.message}`)));
       req.end(payload);
     });
   }
@@ -160,7 +181,7 @@ export class HostingClient {
   }
 
   close(): void {
-    this.agent.destroy();
+    for (const a of this.agents.values()) a.destroy();
   }
 }
 

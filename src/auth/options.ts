@@ -27,6 +27,18 @@ export interface HostingClusterOptions {
   inCluster: boolean;
   /** Per-call timeout to the hosting cluster. */
   timeoutMs: number;
+  /**
+   * kcp's base URL (--kcp-server-url): a logical cluster's calls go to `<this>/clusters/<name>/...`
+   * with the kubeconfig's TLS material and credentials. Undefined = the kubeconfig's server.
+   */
+  kcpServerURL?: string;
+}
+
+/** The APIExport a logical cluster must bind (--kcp-require-apibinding). */
+export interface RequiredAPIBinding {
+  /** Workspace path of the export (spec.reference.export.path); undefined = any path. */
+  path?: string;
+  name: string;
 }
 
 export interface AuthnOptions {
@@ -60,6 +72,8 @@ export interface AuthzOptions {
   wildcardClusterGroups?: string[];
   /** kcp shard identities (--kcp-shard-users): never allowed to assert an author. */
   kcpShardUsers?: string[];
+  /** Refuse requests for a logical cluster without a bound APIBinding to this export (--kcp-require-apibinding). */
+  kcpRequireAPIBinding?: RequiredAPIBinding;
 }
 
 export const DEFAULT_ALWAYS_ALLOW_PATHS = ['/healthz', '/livez', '/readyz', '/version'];
@@ -105,6 +119,8 @@ export const AUTH_FLAGS: FlagDef[] = [
   { name: 'authorization-policy-file', type: 'string', description: 'YAML stream of rbac.authorization.k8s.io/v1 Roles, ClusterRoles and bindings (RBAC mode); re-read when it changes.' },
   { name: 'wildcard-cluster-groups', type: 'string', description: 'Comma-separated groups allowed requests across all logical clusters (/clusters/*), e.g. a kcp shard\'s identity; besides system:masters nobody else is (never derived from a grant inside one cluster). Ignored in AlwaysAllow mode.', default: '' },
   { name: 'kcp-shard-users', type: 'string', description: 'Comma-separated CNs of kcp shard client certificates (from the requestheader CA). A shard request without X-Remote-User authenticates as the shard (CN = user, O = groups), is the submitter, and may never assert an author.', default: '' },
+  { name: 'kcp-server-url', type: 'string', description: 'kcp\'s base URL (no /clusters/ path). TokenReviews and SubjectAccessReviews for a request to /clusters/<name>/ go to <url>/clusters/<name>/, and a GitTarget in logical cluster <name> mirrors workspace <name> and reads its kubeconfig Secrets there, all with the credentials of --kubeconfig (or --authentication-kubeconfig, --authorization-kubeconfig). Default: the kubeconfig\'s server.' },
+  { name: 'kcp-require-apibinding', type: 'string', description: 'APIExport as <workspace path>:<name> (e.g. root:providers:reverser:configbutler.ai; a bare <name> matches any path). Requests for a logical cluster without a Bound APIBinding to it are refused (403); checked in the workspace, cached 10 s, refused when the check fails.', default: '' },
   { name: 'rbac-bootstrap-roles', type: 'string', description: 'RBAC mode: true adds kube-apiserver\'s bootstrap roles system:discovery and system:basic-user (authenticated users) and system:public-info-viewer (also unauthenticated clients); false leaves them out.', default: 'true' },
 ];
 
@@ -146,10 +162,41 @@ function duration(values: Record<string, string | undefined>, name: string): num
   return ms;
 }
 
-function hosting(kubeconfig: string | undefined): HostingClusterOptions | undefined {
+function hosting(kubeconfig: string | undefined, kcpServerURL: string | undefined): HostingClusterOptions | undefined {
   const inCluster = !kubeconfig && !!process.env.KUBERNETES_SERVICE_HOST;
   if (!kubeconfig && !inCluster) return undefined;
-  return { kubeconfig: kubeconfig || undefined, inCluster, timeoutMs: HOSTING_TIMEOUT_MS };
+  return { kubeconfig: kubeconfig || undefined, inCluster, timeoutMs: HOSTING_TIMEOUT_MS, ...(kcpServerURL ? { kcpServerURL } : {}) };
+}
+
+/** --kcp-server-url: an http(s) base URL; a workspace path in it would be prefixed to every other workspace's. */
+export function parseKcpServerURL(v: string | undefined): string | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  let u: URL;
+  try {
+    u = new URL(v.trim());
+  } catch {
+    throw new AuthFlagError(`--kcp-server-url: ${JSON.stringify(v)} is not a URL`);
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new AuthFlagError(`--kcp-server-url: ${JSON.stringify(v)} must start with https:// or http://`);
+  if (u.search || u.hash || u.username || u.password) throw new AuthFlagError(`--kcp-server-url: ${JSON.stringify(v)} must not carry a query, fragment or credentials`);
+  if (/\/clusters(\/|$)/.test(u.pathname)) {
+    throw new AuthFlagError(`--kcp-server-url: ${JSON.stringify(v)} names a workspace; give kcp's base URL (without /clusters/...): each request's workspace is appended`);
+  }
+  return u.toString().replace(/\/$/, '');
+}
+
+/** --kcp-require-apibinding: `<path>:<name>` or `<name>`; the name is the part after the last colon. */
+export function parseRequiredAPIBinding(v: string | undefined): RequiredAPIBinding | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  const t = v.trim();
+  const i = t.lastIndexOf(':');
+  const path = i < 0 ? undefined : t.slice(0, i);
+  const name = t.slice(i + 1);
+  const dns = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  if (!dns.test(name) || (path !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(path))) {
+    throw new AuthFlagError(`--kcp-require-apibinding: ${JSON.stringify(v)} is not <workspace path>:<export name> (e.g. root:providers:reverser:configbutler.ai)`);
+  }
+  return path === undefined ? { name } : { path, name };
 }
 
 /**
@@ -172,6 +219,8 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     uidHeaders: list(values['requestheader-uid-headers'], DEFAULT_REQUESTHEADER.uidHeaders),
   };
   const shardUsers = list(values['kcp-shard-users'], []);
+  const kcpServerURL = parseKcpServerURL(values['kcp-server-url']);
+  const requiredBinding = parseRequiredAPIBinding(values['kcp-require-apibinding']);
   if (shardUsers.length > 0) requestHeader.shardUsers = shardUsers;
   if (requestHeader.clientCAFile && requestHeader.usernameHeaders.length === 0) {
     throw new AuthFlagError('--requestheader-username-headers: must name at least one header when --requestheader-client-ca-file is set');
@@ -185,7 +234,7 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     clientCAFile: values['client-ca-file'] || undefined,
     requestHeader,
     requestHeaderFromFlags,
-    hosting: hosting(values['authentication-kubeconfig'] || values['kubeconfig']),
+    hosting: hosting(values['authentication-kubeconfig'] || values['kubeconfig'], kcpServerURL),
     skipLookup: bool(values, 'authentication-skip-lookup'),
     tolerateLookupFailure: bool(values, 'authentication-tolerate-lookup-failure'),
     tokenCacheTTLMs: duration(values, 'authentication-token-webhook-cache-ttl'),
@@ -198,7 +247,7 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
   if (!mode) throw new AuthFlagError(`--authorization-mode: unknown mode ${JSON.stringify(modeText)} (one of ${modes.join(', ')})`);
   const authz: AuthzOptions = {
     mode,
-    hosting: hosting(values['authorization-kubeconfig'] || values['kubeconfig']),
+    hosting: hosting(values['authorization-kubeconfig'] || values['kubeconfig'], kcpServerURL),
     allowCacheTTLMs: duration(values, 'authorization-webhook-cache-authorized-ttl'),
     denyCacheTTLMs: duration(values, 'authorization-webhook-cache-unauthorized-ttl'),
     alwaysAllowPaths: list(values['authorization-always-allow-paths'], DEFAULT_ALWAYS_ALLOW_PATHS),
@@ -206,6 +255,7 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     policyPollIntervalMs: 1000,
     wildcardClusterGroups: list(values['wildcard-cluster-groups'], []),
     ...(shardUsers.length > 0 ? { kcpShardUsers: shardUsers } : {}),
+    ...(requiredBinding ? { kcpRequireAPIBinding: requiredBinding } : {}),
     bootstrapRoles: values['rbac-bootstrap-roles'] === undefined || values['rbac-bootstrap-roles'] === '' ? true : bool(values, 'rbac-bootstrap-roles'),
   };
   for (const p of authz.alwaysAllowPaths) {
@@ -220,6 +270,12 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
   }
   if (mode !== 'RBAC' && authz.policyFile) {
     throw new AuthFlagError(`--authorization-policy-file: only used with --authorization-mode=RBAC (mode is ${mode})`);
+  }
+  if (requiredBinding && !authz.hosting) {
+    throw new AuthFlagError('--kcp-require-apibinding: needs kcp to ask (--kubeconfig or --authorization-kubeconfig, optionally --kcp-server-url)');
+  }
+  if (kcpServerURL && !authn.hosting && !authz.hosting) {
+    throw new AuthFlagError('--kcp-server-url: needs credentials for kcp: set --kubeconfig (or --authentication-kubeconfig, --authorization-kubeconfig)');
   }
   if (mode === 'Delegated' && !authz.hosting) {
     throw new AuthFlagError('--authorization-mode: Delegated needs a hosting cluster: set --authorization-kubeconfig or --kubeconfig, or run in a cluster');

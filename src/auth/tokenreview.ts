@@ -1,6 +1,8 @@
-// Bearer tokens, checked by a TokenReview against the hosting cluster. Answers (authenticated or
-// not) are cached briefly under a SHA-256 of the token, never the token itself; errors are not
-// cached. A rejected token is an error (401), never anonymous.
+// Bearer tokens, checked by a TokenReview against the hosting cluster, or for a request to a kcp
+// logical cluster against that workspace (`/clusters/<name>/apis/authentication.k8s.io/...`): a
+// kcp service-account token is valid only in its own workspace. Answers (authenticated or not) are
+// cached briefly under the logical cluster and a SHA-256 of the token, never the token itself;
+// errors are not cached. A rejected token is an error (401), never anonymous.
 import { createHash } from 'node:crypto';
 import type { AuthnRequest, AuthnResult, Authenticator, UserInfo } from './types.js';
 import type { HostingClient } from './hosting.js';
@@ -44,7 +46,9 @@ export class TokenReviewAuthenticator implements Authenticator {
     const h = req.headers.authorization;
     const token = bearerToken(Array.isArray(h) ? h[0] : h);
     if (!token) return { kind: 'anonymous' };
-    const key = createHash('sha256').update(token).digest('base64');
+    // The wildcard has no workspace to ask: its tokens are reviewed where the default cluster's are.
+    const cluster = req.cluster === '*' ? undefined : req.cluster;
+    const key = `${cluster ?? ''}\u0000${createHash('sha256').update(token).digest('base64')}`;
     const now = this.now();
     let entry = this.cache.get(key);
     if (!entry || entry.expires <= now) {
@@ -52,7 +56,7 @@ export class TokenReviewAuthenticator implements Authenticator {
       try {
         let p = this.inflight.get(key);
         if (!p) {
-          p = this.review(token).finally(() => this.inflight.delete(key));
+          p = this.review(token, cluster).finally(() => this.inflight.delete(key));
           this.inflight.set(key, p);
         }
         entry = await p;
@@ -67,13 +71,13 @@ export class TokenReviewAuthenticator implements Authenticator {
     return { kind: 'user', user: entry.user, consumedHeaders: ['authorization'] };
   }
 
-  private async review(token: string): Promise<Entry> {
+  private async review(token: string, cluster: string | undefined): Promise<Entry> {
     const spec: Record<string, unknown> = { token };
     if (this.opts.audiences.length > 0) spec.audiences = this.opts.audiences;
     this.reviews++;
     const res = await this.client.request('POST', TOKENREVIEW_PATH, {
       kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: {}, spec,
-    });
+    }, cluster);
     const status = (res.body as { status?: TokenReviewStatus } | undefined)?.status ?? {};
     if (status.error) throw new Error(status.error);
     const expires = this.now() + this.opts.ttlMs;

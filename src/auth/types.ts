@@ -31,6 +31,11 @@ export interface AuthnRequest {
   headers: IncomingHttpHeaders;
   /** Node's raw header list (name, value, name, value...), so repeated headers stay separate lines. */
   rawHeaders: string[];
+  /**
+   * The kcp logical cluster the path addressed (`/clusters/<name>/...`), undefined for the default
+   * cluster: a bearer token is reviewed in that workspace (tokens are per workspace in kcp).
+   */
+  cluster?: string;
 }
 
 export type AuthnResult =

@@ -89,6 +89,8 @@ export interface ServeOptions {
   redisKeyPrefix: string;
   eventLogRetention: number;
   kubeconfig?: string;
+  /** --kcp-server-url: where a logical cluster's workspace is (its default mirror source and kubeconfig Secrets). */
+  kcpServerURL?: string;
   minRequestTimeoutSeconds: number;
   maxRequestBytes: number;
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
@@ -271,6 +273,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     redisKeyPrefix,
     eventLogRetention,
     kubeconfig: values['kubeconfig'],
+    kcpServerURL: auth.authz.hosting?.kcpServerURL ?? auth.authn.hosting?.kcpServerURL,
     minRequestTimeoutSeconds,
     maxRequestBytes,
     connections,

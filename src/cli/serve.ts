@@ -173,9 +173,15 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
     const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
+    // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
+    const fromHosting = !!opts.kubeconfig || !!process.env.KUBERNETES_SERVICE_HOST;
+    const kcpServerURL = fromHosting ? opts.kcpServerURL : undefined;
     // Per-edit attribution: default-source GitTargets join on the hosting route when this server takes audit posts.
     const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
-    controllers = await startControllers({ store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, attribution, registries: server.registries, requestMetrics: metrics }, opts.controllers);
+    controllers = await startControllers({
+      store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
+      attribution, registries: server.registries, requestMetrics: metrics,
+    }, opts.controllers);
   }
   if (adminKubeconfig) {
     const standalone = opts.mode === 'sandbox';

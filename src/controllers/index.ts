@@ -32,6 +32,13 @@ export interface ControllerDeps {
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
   defaultSource?: KubeConfig;
+  /** kcp's base URL (--kcp-server-url): a GitTarget in logical cluster X mirrors `<url>/clusters/X`; default: defaultSource's server. */
+  kcpServerURL?: string;
+  /**
+   * The default source is a hosting cluster (kcp), not this server's own sandbox: a GitTarget in a
+   * logical cluster then reads its git credentials Secret from its workspace, not from the store.
+   */
+  workspaceSecrets?: boolean;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
   /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
@@ -60,12 +67,18 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const startAfterInformer: Array<() => Promise<void>> = [];
   let sink: WindowSink | undefined;
   let windows: WindowsController | undefined;
+  // Where GitTargets' sources and Secrets are (per logical cluster); shared by the mirror and the windows' git credentials.
+  const source = enabled.has('mirror') || deps.workspaceSecrets ? await import('./source/index.js') : undefined;
+  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
+  // Git credentials Secrets: the store's, or a kcp GitTarget's own workspace's (the windows' commits and the mirror's folder listing).
+  const fromStore = secretCredentials(deps.store);
+  const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
   if (enabled.has('windows')) {
     // Started now rather than on the first commit: loading the worker and isomorphic-git took
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials: secretCredentials(deps.store), attribution: deps.attribution });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
@@ -78,12 +91,9 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   if (enabled.has('mirror')) {
     if (!sink) throw new Error('the mirror controller needs the windows controller in the same replica (--controllers)');
     const { startMirror } = await import('./mirror/index.js');
-    const { SourceClient, SourceConnector } = await import('./source/index.js');
-    const hosting = deps.defaultSource ? new SourceClient(deps.defaultSource) : undefined;
-    const connector = new SourceConnector({ defaultConfig: deps.defaultSource, hosting });
     const mirrorSink = sink;
+    const mirrorConnector = connector!;
     const engine = await deps.engine();
-    const credentials = secretCredentials(deps.store);
     // prune Always: what the target's folder holds at its branch head, read by the git worker.
     const folderListing = async (key: TargetKey): Promise<ObjectRef[] | undefined> => {
       const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
@@ -94,11 +104,10 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
     });
     stops.unshift(async () => {
       await mirror?.stop();
-      hosting?.close();
     });
   }
   await windows?.start();
@@ -113,6 +122,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();
+      connector?.close();
       await keeper.stop();
     },
   };

@@ -27,11 +27,6 @@ const COMMITTER = 'Reverser Bot <bot@reverser.test>';
 const UNRESOLVED = 'unknown (attribution unresolved) <attribution-unresolved@configbutler.invalid>';
 const GRACE_S = 3;
 const NO_FACTS_GRACE_S = 5;
-/**
- * Set while the join settles a deletion on the object's last write fact at once instead of waiting
- * for delete evidence (reported to audit-join in /work/coord/lead-notes.md); '' when fixed.
- */
-const REMOVAL_SETTLES_EARLY: string | undefined = 'the join settles a removal on its last writer before the delete fact can arrive (#15 item 3)';
 /** Source namespaces: "work" feeds the Auto GitTarget, "desk" the OnRequest one. */
 const WORK = 'work';
 const DESK = 'desk';
@@ -229,7 +224,7 @@ describe('every edit authored by the person who made it', { concurrency: false }
 
   // A deletion looks for delete evidence first; the object's last writer (bob here, whose fact is
   // known: his commit names him) is only the fallback once the grace has run out.
-  test('carol\'s delete is authored carol, not the object\'s last writer', { timeout: 120_000, todo: REMOVAL_SETTLES_EARLY }, async () => {
+  test('carol\'s delete is authored carol, not the object\'s last writer', { timeout: 120_000 }, async () => {
     const bob = kubectl(userKubeconfig('bob'));
     ok(await bob.run(['-n', WORK, 'patch', 'configmap', 'c', '-p', '{"data":{"key":"c-bob"}}']));
     assert.equal((await commits('people', 4))[3], `bob <bob@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/c`);

@@ -72,3 +72,16 @@ test('the shard\'s wildcard discovery is allowed by --wildcard-cluster-groups wi
   assert.deepEqual(d.json().resources.map((x: any) => x.name).sort(), ['commitrequests', 'commitrequests/status', 'gittargets', 'gittargets/status']);
   assert.equal(fake.sars().length, n);
 });
+
+test('without --kcp-server-url a kubeconfig whose server is kcp\'s base URL serves too: a bearer token is reviewed in the workspace it addresses', async () => {
+  const TOKENREVIEW = '/apis/authentication.k8s.io/v1/tokenreviews';
+  fake.onTokenReview = (token, path) => (token === 'carol-token' && path === `/clusters/ws-a${TOKENREVIEW}` ? { username: 'carol' } : false);
+  const n = fake.tokenReviews().length;
+  const a = await call(crs('ws-a'), { headers: [['Authorization', 'Bearer carol-token']] });
+  assert.equal(a.status, 403, a.text);
+  assert.match(a.json().message, /^commitrequests\.configbutler\.ai is forbidden: User "carol" cannot list resource "commitrequests"/);
+  const b = await call(crs('ws-b'), { headers: [['Authorization', 'Bearer carol-token']] });
+  assert.equal(b.status, 401, b.text);
+  assert.deepEqual(fake.tokenReviews().slice(n).map((c) => c.path), [`/clusters/ws-a${TOKENREVIEW}`, `/clusters/ws-b${TOKENREVIEW}`]);
+  assert.deepEqual(sars('carol'), [[`/clusters/ws-a${SAR_PATH}`, 'list']]);
+});

@@ -1,7 +1,11 @@
 // A test double of the hosting cluster's kube-apiserver: records and answers TokenReviews and
 // SubjectAccessReviews (scriptable: allow, deny, HTTP 500, hang), and serves GET and watch of
 // kube-system/extension-apiserver-authentication. Writes a kubeconfig pointing at itself.
+// As kcp it also answers per logical cluster: reviews under `/clusters/<name>/`, APIBindings, and
+// (with `workspaces`) every other `/clusters/<name>/...` call proxied to a real sandbox server,
+// which partitions core objects (ConfigMaps, Secrets, list/watch) by logical cluster as kcp does.
 import https from 'node:https';
+import type { ClientRequest } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,7 +52,18 @@ export interface FakeHostingCluster {
   /** Decide a SubjectAccessReview: return allowed/denied/reason or an HTTP error/hang. Default: deny. */
   onSAR: (spec: SARSpec, path: string) => { allowed: boolean; denied?: boolean; reason?: string } | ReviewAnswer;
   /** Decide a TokenReview: a user, false (not authenticated), {error} or an HTTP error/hang. Default: unauthenticated. */
-  onTokenReview: (token: string) => TokenReviewUser | false | { error: string } | ReviewAnswer;
+  onTokenReview: (token: string, path: string) => TokenReviewUser | false | { error: string } | ReviewAnswer;
+  /**
+   * kcp APIBindings per logical cluster (GET /clusters/<name>/apis/apis.kcp.io/v1alpha2/apibindings);
+   * a cluster without an entry lists none. `apiBindingsStatus` answers with that HTTP error instead.
+   */
+  apiBindings: Map<string, unknown[]>;
+  apiBindingsStatus?: number;
+  /**
+   * kcp workspaces' own objects: every other call under /clusters/<name>/ is proxied, as is, to
+   * this server (a `reverser-apiserver sandbox`) with its admin client certificate.
+   */
+  workspaces?: { url: string; caPem: string; certPem: string; keyPem: string };
   /**
    * apiregistration.k8s.io/v1: undefined = not served (404, like kcp); a Map = served, holding the
    * APIServices by name (GET, POST, PUT). `apiServicesStatus` answers every apiservices call with
@@ -69,6 +84,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'fake-hosting-'));
   const hanging = new Set<ServerResponse>();
   const watchers = new Set<ServerResponse>();
+  const proxied = new Set<ClientRequest>();
   let cmData: Record<string, string> | undefined;
   let rv = 1;
 
@@ -98,6 +114,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     calls: [],
     onSAR: () => ({ allowed: false }),
     onTokenReview: () => false,
+    apiBindings: new Map(),
     setConfigMap(data) {
       const existed = cmData !== undefined;
       cmData = data;
@@ -108,7 +125,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     sars: () => fake.calls.filter((c) => c.path.endsWith('/subjectaccessreviews')),
     tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
     async close() {
-      for (const r of [...hanging, ...watchers]) r.destroy();
+      for (const r of [...hanging, ...watchers, ...proxied]) r.destroy();
       // Stop listening first, then end every socket, including one still in its TLS handshake
       // (a client reconnecting its watch), which closeAllConnections() does not know about.
       const closed = new Promise<void>((r) => server.close(() => r()));
@@ -141,15 +158,22 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       send(res, 201, { kind: 'SubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
       return;
     }
-    if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') {
+    if (req.method === 'POST' && url.pathname.endsWith('/apis/authentication.k8s.io/v1/tokenreviews')) {
       const spec = (body as { spec: { token: string; audiences?: string[] } }).spec;
-      const a = fake.onTokenReview(spec.token);
+      const a = fake.onTokenReview(spec.token, url.pathname);
       if (a === 'hang' || (typeof a === 'object' && 'status' in a)) return answerError(res, a as ReviewAnswer);
       const status = a === false ? { user: {} } : 'error' in a ? { user: {}, error: a.error } : { authenticated: true, user: a };
       send(res, 201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
       return;
     }
     if (fake.apiServices && url.pathname.startsWith('/apis/apiregistration.k8s.io/v1')) return apiRegistration(req, res, url.pathname, body);
+    const ws = /^\/clusters\/([^/]+)(\/.*)$/.exec(url.pathname);
+    if (ws && req.method === 'GET' && ws[2] === '/apis/apis.kcp.io/v1alpha2/apibindings') {
+      if (fake.apiBindingsStatus) return answerError(res, { status: fake.apiBindingsStatus });
+      send(res, 200, { kind: 'APIBindingList', apiVersion: 'apis.kcp.io/v1alpha2', metadata: { resourceVersion: String(rv) }, items: fake.apiBindings.get(ws[1]!) ?? [] });
+      return;
+    }
+    if (ws && fake.workspaces) return proxy(req, res, raw, fake.workspaces);
     if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication') {
       if (cmData === undefined) {
         send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'configmaps "extension-apiserver-authentication" not found' });
@@ -166,6 +190,21 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       return;
     }
     send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `no route ${req.method} ${url.pathname}` });
+  };
+
+  const proxy = (req: IncomingMessage, res: ServerResponse, raw: string, to: NonNullable<FakeHostingCluster['workspaces']>): void => {
+    const headers: Record<string, string> = {};
+    for (const h of ['accept', 'content-type']) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h] as string;
+    const out = https.request(new URL(req.url ?? '/', to.url), { method: req.method, headers, ca: to.caPem, cert: to.certPem, key: to.keyPem }, (up) => {
+      res.writeHead(up.statusCode ?? 502, { 'Content-Type': up.headers['content-type'] ?? 'application/json' });
+      res.flushHeaders();
+      up.pipe(res);
+    });
+    proxied.add(out);
+    out.on('close', () => proxied.delete(out));
+    out.on('error', () => res.destroy());
+    res.on('close', () => out.destroy());
+    out.end(raw || undefined);
   };
 
   const apiRegistration = (req: IncomingMessage, res: ServerResponse, path: string, body: any): void => {

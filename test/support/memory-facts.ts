@@ -30,6 +30,9 @@ export class MemoryFacts implements AttributionFacts {
     if (coll) return { fact: coll, tier: 'deletecollection_uid' };
     const byName = newest(scope.filter((f) => f.verb === 'delete' && f.namespace === q.namespace && f.name === q.name));
     if (byName) return { fact: byName, tier: 'delete_name' };
+    // As the Store's facts: the object's last write, a fallback the join may use only after the grace.
+    const lastWrite = newest(scope.filter((f) => f.verb !== 'delete' && f.verb !== 'deletecollection' && f.uid && f.uid === q.uid));
+    if (lastWrite) return { fact: lastWrite, tier: 'latest_write' };
     return undefined;
   }
 

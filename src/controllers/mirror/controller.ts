@@ -155,7 +155,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
-    const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined);
+    const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
     if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
       // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
       log.warn('kubeconfig Secret not re-checked; the mirror keeps its credentials', { target: key, reason: conn.reason });

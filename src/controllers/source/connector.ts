@@ -4,10 +4,16 @@
 // Secret, read from the GitTarget's namespace on the hosting cluster — uncached, on every check, so
 // a rotation or a deletion is seen within one check interval. The answer carries a version token
 // (a hash of the kubeconfig text): the mirror rebuilds its client only when the token changes.
+//
+// A GitTarget in a kcp logical cluster X belongs to workspace X: its default source is workspace X
+// (`<kcp URL>/clusters/X`, with the default source's credentials) and its kubeconfig Secrets are
+// read there, never from the hosting cluster's default view or from another workspace.
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SourceError, type SourceClient } from './client.js';
+import { DEFAULT_CLUSTER } from '../../storage/types.js';
+import { SourceClient, SourceError } from './client.js';
 import { kubeconfigFromSecret, vetKubeconfig, type SecretData } from './kubeconfig.js';
+import { workspaceSourceConfig } from './default.js';
 
 export interface SourceSpec {
   kubeConfig?: { secretRef: { name: string; key?: string } };
@@ -26,34 +32,67 @@ export type Connection =
 export interface SourceConnectorOptions {
   /** The default source; undefined when the server has none (no --kubeconfig, not in a Pod, no sandbox). */
   defaultConfig?: KubeConfig;
-  /** A client of the hosting cluster, where kubeconfig Secrets live (usually built from defaultConfig). */
-  hosting?: SourceClient;
+  /**
+   * kcp's base URL (--kcp-server-url): a logical cluster's default source and Secrets are at
+   * `<this>/clusters/<name>`. Undefined = the default source's server.
+   */
+  kcpServerURL?: string;
+}
+
+/** A logical cluster's view of the default source: its config and a client for its Secrets. */
+interface Workspace {
+  config: KubeConfig;
+  secrets: SourceClient;
 }
 
 export class SourceConnector {
+  private readonly workspaces = new Map<string, Workspace>();
+
   constructor(private readonly opts: SourceConnectorOptions) {}
 
-  async connect(namespace: string, source: SourceSpec | undefined): Promise<Connection> {
+  /** The default source as seen by logical cluster `cluster` (built once per cluster). */
+  private workspace(cluster: string): Workspace | undefined {
+    const base = this.opts.defaultConfig;
+    if (!base) return undefined;
+    let w = this.workspaces.get(cluster);
+    if (!w) {
+      const config = cluster === DEFAULT_CLUSTER ? base : workspaceSourceConfig(base, cluster, this.opts.kcpServerURL);
+      w = { config, secrets: new SourceClient(config) };
+      this.workspaces.set(cluster, w);
+    }
+    return w;
+  }
+
+  /**
+   * Where a GitTarget in `namespace` of logical cluster `cluster` mirrors from. Without
+   * spec.source: the default source (for a kcp logical cluster: that workspace). With a kubeconfig
+   * Secret: the Secret is read from the same place.
+   */
+  async connect(namespace: string, source: SourceSpec | undefined, cluster: string = DEFAULT_CLUSTER): Promise<Connection> {
     const ref = source?.kubeConfig?.secretRef;
+    const inWorkspace = cluster === DEFAULT_CLUSTER ? '' : ` in logical cluster "${cluster}"`;
+    const ws = this.workspace(cluster);
     if (!ref) {
-      if (!this.opts.defaultConfig) {
+      if (!ws) {
         return {
           ok: false,
           reason: 'NoDefaultSource',
           message: 'the server has no default source cluster (start it with --kubeconfig, in a Pod, or with --sandbox), and spec.source names none',
         };
       }
-      return { ok: true, config: this.opts.defaultConfig, token: 'default', description: 'the default source' };
+      return cluster === DEFAULT_CLUSTER
+        ? { ok: true, config: ws.config, token: 'default', description: 'the default source' }
+        : { ok: true, config: ws.config, token: 'default', description: `logical cluster "${cluster}" of the default source (${ws.secrets.server})` };
     }
-    if (!this.opts.hosting) {
+    if (!ws) {
       return { ok: false, reason: 'KubeConfigSecretNotFound', message: `Secret "${ref.name}" cannot be read: the server has no hosting cluster to read it from` };
     }
     let secret: SecretData;
     try {
-      secret = await this.opts.hosting.getJSON<SecretData>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(ref.name)}`);
+      secret = await ws.secrets.getJSON<SecretData>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(ref.name)}`);
     } catch (e) {
       if (e instanceof SourceError && e.reason === 'NotFound') {
-        return { ok: false, reason: 'KubeConfigSecretNotFound', message: `Secret "${ref.name}" not found in namespace "${namespace}"` };
+        return { ok: false, reason: 'KubeConfigSecretNotFound', message: `Secret "${ref.name}" not found in namespace "${namespace}"${inWorkspace}` };
       }
       const why = e instanceof SourceError ? `${e.reason}: ${e.message}` : String(e);
       return { ok: false, reason: 'KubeConfigSecretUnreadable', message: `Secret "${ref.name}" could not be read (${why})`, transient: true };
@@ -64,5 +103,25 @@ export class SourceConnector {
     if (!verdict.ok) return { ok: false, reason: verdict.reason, message: verdict.message };
     const token = createHash('sha256').update(found.text).digest('hex').slice(0, 16);
     return { ok: true, config: verdict.config, token, description: `the kubeconfig in Secret "${ref.name}"` };
+  }
+
+  /**
+   * A Secret of logical cluster `cluster` (the default source itself for the default cluster);
+   * undefined when it does not exist or there is no default source. Other failures reject (SourceError).
+   */
+  async readSecret(cluster: string, namespace: string, name: string): Promise<SecretData | undefined> {
+    const ws = this.workspace(cluster);
+    if (!ws) return undefined;
+    try {
+      return await ws.secrets.getJSON<SecretData>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (e instanceof SourceError && e.reason === 'NotFound') return undefined;
+      throw e;
+    }
+  }
+
+  close(): void {
+    for (const w of this.workspaces.values()) w.secrets.close();
+    this.workspaces.clear();
   }
 }

@@ -27,3 +27,23 @@ export function defaultSourceConfig(opts: DefaultSourceOptions): KubeConfig | un
   }
   return undefined;
 }
+
+/**
+ * The default source as logical cluster `cluster` sees it: the same credentials and CA, the server
+ * `<kcpServerURL or the default source's server>/clusters/<cluster>` (a kcp workspace; our own
+ * sandbox serves the same paths). Only the current context's cluster entry is rewritten.
+ */
+export function workspaceSourceConfig(base: KubeConfig, cluster: string, kcpServerURL?: string): KubeConfig {
+  const current = base.getCurrentCluster();
+  if (!current) throw new Error('the default source kubeconfig has no current cluster');
+  const root = (kcpServerURL ?? current.server).replace(/\/+$/, '');
+  const server = `${root}/clusters/${encodeURIComponent(cluster)}`;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: base.clusters.map((c) => (c.name === current.name ? { ...c, server } : c)),
+    users: base.users,
+    contexts: base.contexts,
+    currentContext: base.currentContext,
+  });
+  return kc;
+}

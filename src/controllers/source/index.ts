@@ -4,4 +4,5 @@ export { SourceConnector, type Connection, type SourceSpec } from './connector.j
 export { Discovery, collectionPath, type ResolvedType, type Resolution, type ResourceRule } from './discovery.js';
 export { kubeconfigFromSecret, vetKubeconfig, type KubeConfigRefusalReason, type KubeConfigVerdict } from './kubeconfig.js';
 export { Reflector, type ReflectorOptions, type StreamHandlers, type StreamState } from './reflector.js';
-export { defaultSourceConfig } from './default.js';
+export { defaultSourceConfig, workspaceSourceConfig } from './default.js';
+export { workspaceGitCredentials, type GitCredentialsOf } from './git-credentials.js';

@@ -2,7 +2,7 @@
 // facts arrive (or graces end), and the AuditAttribution condition that makes missing facts
 // visible. Whichever replica holds the GitTarget's lease runs these; the facts and the record are
 // in the Store, so any replica reaches the same answer.
-import { attributionOf, DEFAULT_NO_FACTS_GRACE_MS, queryOf, UNRESOLVED, type Attribution, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { attributionOf, DEFAULT_NO_FACTS_GRACE_MS, provisional, queryOf, UNRESOLVED, type Attribution, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { getCondition, setCondition, type Condition } from '../status.js';
@@ -28,7 +28,9 @@ export async function drainTarget(records: WindowRecords, cfg: AttributionConfig
   for (const e of toLookUp(rec)) {
     const q = e.change ? queryOf(e.change, route) : undefined;
     const m = q ? await cfg.facts.find(q) : undefined;
-    if (m) found.set(e.seq, attributionOf(m));
+    // A removal found only by its object's last write waits for its own delete evidence until the
+    // grace ends; only then is the last writer the best answer left (upstream digest §5.6).
+    if (m && (!provisional(m) || e.deadline <= now)) found.set(e.seq, attributionOf(m));
     else if (!q) found.set(e.seq, UNRESOLVED);
     else if (e.deadline > now) break;
   }
