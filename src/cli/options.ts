@@ -12,6 +12,7 @@ import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type
 import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
+import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
 
 export class FlagError extends Error {}
 
@@ -34,6 +35,10 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
   { name: 'max-request-bytes', description: 'Largest request body in bytes; a patch may not make an object larger either (413 RequestEntityTooLarge).', default: '3145728' },
+  { name: 'max-gittargets-per-namespace', description: 'GitTargets one namespace may hold; a create beyond answers 403 "exceeded quota" (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.perNamespace) },
+  { name: 'max-gittargets-per-cluster', description: 'GitTargets one logical cluster (kcp workspace) may hold (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.perCluster) },
+  { name: 'max-streams-per-gittarget', description: 'Source list+watch streams one GitTarget may open: one per spec.resources entry, or per namespace listed in it (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.streamsPerGitTarget) },
+  { name: 'max-streams-per-namespace', description: "Source streams of all of one namespace's GitTargets together (0: unlimited).", default: String(DEFAULT_GITTARGET_QUOTAS.streamsPerNamespace) },
   { name: 'idle-connection-timeout', description: 'Seconds after which an HTTP/2 connection without open streams, or an HTTP/1.1 connection without a request in progress, is closed; also the time a request body has to arrive.', default: '90' },
   { name: 'tls-handshake-timeout', description: 'Seconds a client has to complete the TLS handshake.', default: '10' },
   { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
@@ -93,6 +98,8 @@ export interface ServeOptions {
   kcpServerURL?: string;
   minRequestTimeoutSeconds: number;
   maxRequestBytes: number;
+  /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
+  quotas: GitTargetQuotas;
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
@@ -217,6 +224,12 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     throw new FlagError(`--controllers: ${(e as Error).message}`);
   }
   const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
+  const quotas: GitTargetQuotas = {
+    perNamespace: int(values, 'max-gittargets-per-namespace', 0, 1_000_000),
+    perCluster: int(values, 'max-gittargets-per-cluster', 0, 10_000_000),
+    streamsPerGitTarget: int(values, 'max-streams-per-gittarget', 0, 1_000_000),
+    streamsPerNamespace: int(values, 'max-streams-per-namespace', 0, 10_000_000),
+  };
   const duration = (name: string, min: number, max: number): number => {
     const ms = parseDuration(values[name]!);
     if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
@@ -276,6 +289,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     kcpServerURL: auth.authz.hosting?.kcpServerURL ?? auth.authn.hosting?.kcpServerURL,
     minRequestTimeoutSeconds,
     maxRequestBytes,
+    quotas,
     connections,
     logLevel,
     committer,

@@ -33,6 +33,8 @@ const MAX_PATCH_RETRIES = 5;
 export class Registry {
   readonly ref: ResourceRef;
   readonly gr: status.GroupResource & { kind: string };
+  /** Per logical cluster: the tail of the creates running one at a time (strategy.serializeCreates). */
+  private readonly createLocks = new Map<string, Promise<void>>();
   private readonly validator: SchemaValidator;
   /** managedFields bookkeeping and server-side apply (src/registry/apply/). */
   readonly fields: FieldManager;
@@ -136,6 +138,23 @@ export class Registry {
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
+    return this.serialized(this.strategy.serializeCreates ? ctx.cluster : undefined, () => this.admitAndCreate(ctx, namespace, obj, opts, warnings, hasName, appliedManaged));
+  }
+
+  /** Runs `fn` after every earlier call with the same `key` settled (none: at once). In-process only. */
+  private async serialized<T>(key: string | undefined, fn: () => Promise<T>): Promise<T> {
+    if (key === undefined) return fn();
+    const prev = this.createLocks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const settled = run.then(() => undefined, () => undefined);
+    this.createLocks.set(key, settled);
+    void settled.then(() => {
+      if (this.createLocks.get(key) === settled) this.createLocks.delete(key);
+    });
+    return run;
+  }
+
+  private async admitAndCreate(ctx: RequestContext, namespace: string, obj: KubeObject, opts: WriteOptions, warnings: string[], hasName: boolean, appliedManaged?: unknown): Promise<WriteResult> {
     await this.strategy.admitCreate?.(ctx, obj, opts);
     const meta = obj.metadata;
     meta.uid = newUID();
