@@ -35,7 +35,7 @@ const SNAPSHOT = 'snapshot.json';
 /** How often a failed log tries to write a snapshot and accept writes again. */
 export const RECOVER_MS = 1_000;
 /** Default size past which the log is compacted into a snapshot (when larger than the snapshot). */
-export const DEFAULT_COMPACT_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_COMPACT_BYTES = 16 * 1024 * 1024;
 
 export interface LogRecord {
   s: number;

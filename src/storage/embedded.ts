@@ -32,7 +32,7 @@ export interface EmbeddedStoreOptions {
   eventLogRetention?: number;
   /** Log records between snapshots (default 10,000). */
   snapshotEvery?: number;
-  /** Log bytes past which a snapshot is taken when the log is also larger than the last snapshot (default 64 MiB). */
+  /** Log bytes past which a snapshot is taken when the log is also larger than the last snapshot (default 16 MiB). */
   compactLogBytes?: number;
   /** Bookmark interval for idle watchers (default 1000 ms). */
   progressIntervalMs?: number;

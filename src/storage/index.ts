@@ -24,7 +24,7 @@ export interface StoreOptions {
   redisClusterNodes?: string[];
   /** Watch history per resource (default 10,000 events; internal records keep less, eventLogRetentionOf). */
   eventLogRetention?: number;
-  /** Embedded: compact the log into a snapshot once it passes this many bytes and the snapshot's size (default 64 MiB). */
+  /** Embedded: compact the log into a snapshot once it passes this many bytes and the snapshot's size (default 16 MiB). */
   compactLogBytes?: number;
   /** Warnings: the embedded store's start-up (torn tail dropped, format converted); Redis connection loss and recovery. */
   warn?: (msg: string, fields?: Record<string, unknown>) => void;
