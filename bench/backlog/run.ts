@@ -140,6 +140,6 @@ for (const backend of BACKENDS) {
     run.row({ metric: 'redis: used_memory after draining', unit: 'MB', value: m.after.store / MiB, baseline: m.before.store / MiB, digits: 1 });
   }
   run.row({ metric: `${backend}: process RSS, peak during the outage`, unit: 'MB', value: m.peak.rss, baseline: m.before.rss, digits: 0 });
-  run.row({ metric: `${backend}: drain after the remote returned`, unit: 'ms', value: m.drainMs, digits: 0, notes: `${m.commits} commits on the branch (the first materialization, the failed window, one coalesced commit)` });
+  run.row({ metric: `${backend}: drain after the remote returned`, unit: 'ms', value: m.drainMs, digits: 0, notes: `${m.commits} commits on the branch: the ${OBJECTS} edits before the outage (one each), the failed window, one coalesced commit` });
 }
 console.log(run.write() ?? '(not written)');
