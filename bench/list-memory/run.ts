@@ -91,7 +91,7 @@ function fetchCounting(t: Target, agent: https.Agent, path: string, headers: Rec
 async function startServer(store: string, dir: string, redisUrl: string | undefined): Promise<{ child: Child; target: Target }> {
   const port = await freePort();
   const certDir = join(dir, 'certs');
-  const args = [MAIN, 'serve', `--storage=${store}`, ...(redisUrl ? ['--redis-url', redisUrl] : []), '--data-dir', join(dir, 'data'), '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--controllers=none'];
+  const args = [MAIN, 'serve', `--storage=${store}`, ...(redisUrl ? ['--redis-url', redisUrl] : []), '--data-dir', join(dir, 'data'), '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--controllers=none', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0'];
   const child = await startChild(`reverser server (${store})`, process.execPath, args, /"msg":"serving"/, 60_000);
   const pem = (f: string) => readFileSync(join(certDir, f), 'utf8');
   return { child, target: { host: '127.0.0.1', port, tls: { ca: pem('ca.crt'), cert: pem('admin.crt'), key: pem('admin.key') } } };

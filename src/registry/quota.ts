@@ -30,11 +30,13 @@ export interface GitTargetQuotas {
 
 /**
  * 100 GitTargets measured ~200 file descriptors and 200 source connections (docs/security.md):
- * 100 per namespace is a tenant's repositories with room, 1,000 per cluster stays far below a
- * Pod's usual descriptor limit. A stream is one resource type in one namespace: 100 per GitTarget
- * is more than any hand-written selection; 1,000 per namespace matches 10 such GitTargets.
+ * 100 per namespace (a tenant, without kcp) is a tenant's repositories with room; 10,000 per
+ * logical cluster lets one plain deployment serve the thousands of tenants' GitTargets it is
+ * built for (design: scale is a feature) while a kcp workspace, a tenant of its own, is bounded
+ * too. A stream is one resource type in one namespace: 100 per GitTarget is more than any
+ * hand-written selection; 1,000 per namespace matches 10 such GitTargets.
  */
-export const DEFAULT_GITTARGET_QUOTAS: GitTargetQuotas = { perNamespace: 100, perCluster: 1000, streamsPerGitTarget: 100, streamsPerNamespace: 1000 };
+export const DEFAULT_GITTARGET_QUOTAS: GitTargetQuotas = { perNamespace: 100, perCluster: 10_000, streamsPerGitTarget: 100, streamsPerNamespace: 1000 };
 
 const GITTARGETS: ResourceRef = { group: 'configbutler.ai', resource: 'gittargets' };
 const GR = 'gittargets.configbutler.ai';

@@ -19,7 +19,7 @@ let server: StartedServer;
 let objects: any[];
 
 before(async () => {
-  server = await startServer(['--log-level=debug']);
+  server = await startServer(['--log-level=debug', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0']); // 160 GitTargets in one namespace: beyond the default quota
   await pool(Array.from({ length: N }, (_, i) => i), 8, async (i) => {
     const body = gitTarget(`st-${String(i).padStart(3, '0')}`, 'st');
     // Non-ASCII text too: pieces are cut by characters, bytes must still come out right.
