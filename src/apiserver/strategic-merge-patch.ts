@@ -60,7 +60,9 @@ function mergeMap(original: Obj, patch: Obj, path: string, keys: Record<string, 
     else out[k] = v;
   }
   for (const [field, gone] of deletions) {
-    if (Array.isArray(out[field])) out[field] = (out[field] as unknown[]).filter((x) => !gone.some((g) => g === x));
+    if (!Array.isArray(out[field])) continue;
+    const drop = new Set(gone);
+    out[field] = (out[field] as unknown[]).filter((x) => !drop.has(x));
   }
   for (const [field, order] of orders) if (Array.isArray(out[field])) out[field] = reorder(out[field] as unknown[], order, keys[join(path, field)]);
   if (Array.isArray(patch.$retainKeys)) {
@@ -76,34 +78,72 @@ function mergeList(original: unknown, patch: unknown[], path: string, keys: Reco
   if (patch.some((x) => isMap(x) && x.$patch === 'replace')) return stripDirectives(patch) as unknown[];
   const out = Array.isArray(original) ? [...original] : [];
   if (key === '') {
-    for (const x of patch) if (!out.some((o) => o === x)) out.push(x);
+    // A set of scalars: one Set lookup per patch item (Set and === agree on JSON values).
+    const present = new Set(out);
+    for (const x of patch) {
+      if (present.has(x)) continue;
+      out.push(x);
+      present.add(x);
+    }
     return out;
   }
+  return mergeByKey(out, patch, path, key, keys);
+}
+
+/**
+ * Merges `patch` into `list` by `key`: each patch item merges into the first item with the same key
+ * (or is appended), `$patch: delete` removes that first item. Removed items leave a hole until the
+ * end and each key value keeps a queue of the slots that hold it, so every step is O(1) and a list
+ * of n items costs O(n) (a search and a splice per item was O(n²)).
+ */
+function mergeByKey(list: unknown[], patch: unknown[], path: string, key: string, keys: Record<string, string>): unknown[] {
+  const HOLE = Symbol('removed');
+  const slots: unknown[] = list;
+  const byKey = new Map<unknown, { at: number[]; head: number }>();
+  const track = (k: unknown, i: number) => {
+    const q = byKey.get(k);
+    if (q) q.at.push(i);
+    else byKey.set(k, { at: [i], head: 0 });
+  };
+  slots.forEach((o, i) => {
+    if (isMap(o) && o[key] !== undefined) track(o[key], i);
+  });
   for (const item of patch) {
     if (!isMap(item)) throw status.patchInvalid(`${path}: elements must be objects with the merge key "${key}"`);
     if (!(key in item)) throw status.patchInvalid(`${path}: an element has no merge key "${key}"`);
-    const i = out.findIndex((o) => isMap(o) && o[key] === item[key]);
+    const q = byKey.get(item[key]);
+    const i = q && q.head < q.at.length ? q.at[q.head]! : -1;
     if (item.$patch === 'delete') {
-      if (i >= 0) out.splice(i, 1);
+      if (i >= 0) {
+        slots[i] = HOLE;
+        q!.head++;
+      }
       continue;
     }
     if (i >= 0) {
-      const merged = mergeMap(out[i] as Obj, item, path, keys);
-      if (merged === undefined) out.splice(i, 1);
-      else out[i] = merged;
-    } else out.push(stripDirectives(item));
+      const merged = mergeMap(slots[i] as Obj, item, path, keys);
+      if (merged === undefined || merged[key] !== item[key]) q!.head++;
+      slots[i] = merged === undefined ? HOLE : merged;
+    } else {
+      const added = stripDirectives(item) as Obj;
+      if (added[key] !== undefined) track(added[key], slots.length);
+      slots.push(added);
+    }
   }
-  return out;
+  return slots.filter((x) => x !== HOLE);
 }
 
 /** `$setElementOrder`: the listed elements first, in that order; the others after, as they were. */
 function reorder(list: unknown[], order: unknown[], key: string | undefined): unknown[] {
   const id = (x: unknown) => (key && isMap(x) ? x[key] : x);
-  const wanted = order.map((o) => (key && isMap(o) ? o[key] : o));
-  const ordered: unknown[] = [];
-  for (const w of wanted) {
-    const hit = list.find((x) => id(x) === w);
-    if (hit !== undefined && !ordered.includes(hit)) ordered.push(hit);
+  // The first element of each identity, and the chosen ones as a Set: O(n) where a search per
+  // listed element was O(n²). (Map, Set and === agree on JSON values.)
+  const first = new Map<unknown, unknown>();
+  for (const x of list) if (!first.has(id(x))) first.set(id(x), x);
+  const ordered = new Set<unknown>();
+  for (const o of order) {
+    const hit = first.get(key && isMap(o) ? o[key] : o);
+    if (hit !== undefined) ordered.add(hit);
   }
-  return [...ordered, ...list.filter((x) => !ordered.includes(x))];
+  return [...ordered, ...list.filter((x) => !ordered.has(x))];
 }

@@ -108,10 +108,10 @@ export class Registry {
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
   private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): string[] {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
-    const errs: FieldError[] = [...errors];
-    errs.push(...validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
-    if (errors.length === 0) errs.push(...listTypeErrors(obj, this.fields.shape));
-    if (errors.length === 0) errs.push(...(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj)));
+    // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
+    let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
+    if (errors.length === 0) listTypeErrors(obj, this.fields.shape, '', errs);
+    if (errors.length === 0) errs = errs.concat(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
     return [...warnings, ...(old ? this.strategy.warningsOnUpdate(obj, old) : this.strategy.warningsOnCreate(obj))];
   }

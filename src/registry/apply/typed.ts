@@ -23,18 +23,19 @@ type ListShape = Extract<Shape, { kind: 'list' }>;
 
 /** How a list item is named: by its key fields (map lists) or by its value (set lists). */
 export function itemElement(list: ListShape, item: unknown, path: Path, index: number): PathElement {
-  const where = `${pathString(path)}[${index}]`;
+  // Only an error names the item: building its path for every item cost more than the lookup.
+  const where = () => `${pathString(path)}[${index}]`;
   if (list.listType === 'map') {
-    if (!isPlainObject(item)) throw new ApplyValueError(where, 'Invalid', 'associative list with keys may not have non-map elements', item);
+    if (!isPlainObject(item)) throw new ApplyValueError(where(), 'Invalid', 'associative list with keys may not have non-map elements', item);
     const fields: Array<[string, unknown]> = [];
     for (const k of list.keys) if (item[k] !== undefined) fields.push([k, item[k]]);
     if (list.keys.length > 0 && fields.length === 0) {
-      throw new ApplyValueError(where, 'Invalid', `associative list with keys has an element that omits all key fields ${JSON.stringify(list.keys)}`, item);
+      throw new ApplyValueError(where(), 'Invalid', `associative list with keys has an element that omits all key fields ${JSON.stringify(list.keys)}`, item);
     }
     return keyElement(fields);
   }
   if (item === null || typeof item === 'object') {
-    throw new ApplyValueError(where, 'Invalid', 'associative list without keys may only hold scalar values', item);
+    throw new ApplyValueError(where(), 'Invalid', 'associative list without keys may only hold scalar values', item);
   }
   return { kind: 'v', value: item };
 }
@@ -56,14 +57,26 @@ function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
   const s = resolve(shape, v);
   if (s.kind === 'list') {
     if (s.listType === 'atomic' || !Array.isArray(v)) return set.insert(path);
+    if (s.listType === 'set') {
+      // Scalars only (itemElement refuses anything else): each item is one member of this node,
+      // duplicated or not, so the items go straight into the node instead of down a path each.
+      if (v.length === 0) return;
+      const node = set.node(path);
+      v.forEach((item, i) => {
+        const pe = itemElement(s, item, path, i);
+        node.members.set(serialize(pe), pe);
+      });
+      return;
+    }
     const seen = new Map<string, number>();
     const pes = v.map((item, i) => itemElement(s, item, path, i));
-    for (const pe of pes) seen.set(serialize(pe), (seen.get(serialize(pe)) ?? 0) + 1);
+    const keys = pes.map(serialize);
+    for (const k of keys) seen.set(k, (seen.get(k) ?? 0) + 1);
     v.forEach((item, i) => {
       const pe = pes[i]!;
       const p = [...path, pe];
       // A duplicated item is owned as a whole: its parts cannot be told apart.
-      if (seen.get(serialize(pe))! > 1) return set.insert(p);
+      if (seen.get(keys[i]!)! > 1) return set.insert(p);
       walkFields(item, s.elem, p, set);
       set.insert(p);
     });
@@ -85,8 +98,9 @@ function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
 
 /** Adds the declared (struct) fields on the way to every member as members, so removing them removes whole subtrees. */
 export function ensureNamedFieldsAreMembers(set: FieldSet, shape: Shape): FieldSet {
-  const out = new FieldSet();
-  for (const [k, pe] of set.members) out.members.set(k, pe);
+  // Only the way to a child gains members: a node without children (a list's items) is shared as is.
+  if (set.children.size === 0) return set;
+  const out = new FieldSet(new Map(set.members));
   for (const [k, c] of set.children) {
     let childShape: Shape = { kind: 'deduced' };
     if (c.pe.kind === 'f' && shape.kind === 'map') {
@@ -142,24 +156,27 @@ function compareAt(lhs: unknown, rhs: unknown, shape: Shape, path: Path, c: Comp
 }
 
 function compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined, s: ListShape, path: Path, c: Comparison): void {
-  const order: PathElement[] = [];
+  // Items by their serialized element (the element's identity, see path.ts), in first-seen order:
+  // one Map lookup per item, so a list of n items costs O(n), not O(n²).
+  const order = new Map<string, PathElement>();
   const index = (items: unknown[] | undefined) => {
     const m = new Map<string, unknown[]>();
     (items ?? []).forEach((item, i) => {
       const pe = itemElement(s, item, path, i);
       const k = serialize(pe);
-      if (!m.has(k)) {
-        m.set(k, []);
-        if (!order.some((o) => serialize(o) === k)) order.push(pe);
+      const same = m.get(k);
+      if (same) same.push(item);
+      else {
+        m.set(k, [item]);
+        if (!order.has(k)) order.set(k, pe);
       }
-      m.get(k)!.push(item);
     });
     return m;
   };
   const l = index(lhs);
   const r = index(rhs);
-  for (const pe of order) {
-    const k = serialize(pe);
+  if (s.listType === 'set') return compareSetItems(l, r, order, path, c);
+  for (const [k, pe] of order) {
     const ll = l.get(k) ?? [];
     const rl = r.get(k) ?? [];
     const p = [...path, pe];
@@ -172,6 +189,37 @@ function compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined
     } else {
       if (ll.length) compareAt(ll[0], undefined, s.elem, p, c);
       c.added.insert(p);
+    }
+  }
+}
+
+/**
+ * compareListItems for a `set` list, whose items are scalars (itemElement refuses the rest): the
+ * same outcome as the general loop, where compareAt of two scalars is leaf(), but each item is
+ * recorded as a member of the list's node directly instead of being inserted down its path.
+ */
+function compareSetItems(l: Map<string, unknown[]>, r: Map<string, unknown[]>, order: Map<string, PathElement>, path: Path, c: Comparison): void {
+  const nodes = new Map<FieldSet, FieldSet>();
+  const put = (set: FieldSet, k: string, pe: PathElement) => {
+    let node = nodes.get(set);
+    if (!node) nodes.set(set, (node = set.node(path)));
+    node.members.set(k, pe);
+  };
+  for (const [k, pe] of order) {
+    const ll = l.get(k) ?? [];
+    const rl = r.get(k) ?? [];
+    if (ll.length <= 1 && rl.length <= 1) {
+      if (ll.length === 0) put(c.added, k, pe);
+      else if (rl.length === 0) put(c.removed, k, pe);
+      else if (!deepEqual(ll[0], rl[0])) put(c.modified, k, pe);
+    } else if (ll.length >= 2 && rl.length >= 2) {
+      if (!deepEqual(ll, rl)) put(c.modified, k, pe);
+    } else if (ll.length >= 2) {
+      if (rl.length) put(c.added, k, pe);
+      put(c.removed, k, pe);
+    } else {
+      if (ll.length) put(c.removed, k, pe);
+      put(c.added, k, pe);
     }
   }
 }
@@ -203,23 +251,28 @@ export function merge(lhs: unknown, rhs: unknown, shape: Shape, path: Path = [])
  * its order, live-only items kept where they were relative to the shared ones.
  */
 function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path): unknown[] {
+  // Every lookup below is a Map/Set access by serialized element and the shared keys are walked
+  // with an index: O(n) in the two lists' lengths (a `shift()` or `indexOf` per item was O(n²)).
   const rPEs = rhs.map((item, i) => itemElement(s, item, path, i));
   const rObserved = new Map<string, unknown>();
+  const rIndex = new Map<string, number>();
   rPEs.forEach((pe, i) => {
     const k = serialize(pe);
     if (rObserved.has(k)) throw new ApplyValueError(`${pathString(path)}[${i}]`, 'Duplicate', `duplicate entries for key ${pathString([pe])}`, rhs[i]);
     rObserved.set(k, rhs[i]);
+    rIndex.set(k, i);
   });
   const lKeys = lhs.map((item, i) => serialize(itemElement(s, item, path, i)));
   const lObserved = new Map<string, unknown>();
   lKeys.forEach((k, i) => lObserved.set(k, lObserved.has(k) ? null : lhs[i]));
-  const rKeys = rPEs.map(serialize);
+  const rKeys = [...rIndex.keys()];
   const shared = rKeys.filter((k) => lObserved.has(k));
-  let nextShared = shared.shift();
+  let sharedAt = 0;
+  let nextShared = shared[sharedAt++];
   const merged = new Set<string>();
   const out: unknown[] = [];
   const item = (k: string, l: unknown, r: unknown) => {
-    const v = merge(l ?? undefined, r, s.elem, [...path, rPEs[rKeys.indexOf(k)] ?? { kind: 'v', value: null }]);
+    const v = merge(l ?? undefined, r, s.elem, [...path, rPEs[rIndex.get(k) ?? -1] ?? { kind: 'v', value: null }]);
     if (v !== undefined) out.push(v);
   };
   let li = 0;
@@ -232,7 +285,7 @@ function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path
         item(k, lObserved.get(k), rObserved.get(k));
         li++;
         ri++;
-        nextShared = shared.shift();
+        nextShared = shared[sharedAt++];
         continue;
       }
       if (rObserved.has(k) && nextShared !== undefined && nextShared !== k) {
@@ -253,7 +306,7 @@ function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path
       merged.add(k);
       item(k, lObserved.get(k), rObserved.get(k));
       ri++;
-      if (nextShared === k) nextShared = shared.shift();
+      if (nextShared === k) nextShared = shared[sharedAt++];
     }
   }
   return out;
