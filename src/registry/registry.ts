@@ -12,7 +12,8 @@ import type { KubeObject } from '../model/object.js';
 import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
 import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
-import { listTypeErrors } from './apply/list-rules.js';
+import { listTypeErrorsWork } from './apply/list-rules.js';
+import { inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
@@ -106,11 +107,13 @@ export class Registry {
   }
 
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
-  private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): string[] {
+  private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
     // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
     let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
-    if (errors.length === 0) listTypeErrors(obj, this.fields.shape, '', errs);
+    // Each step above is one slice; the list rules go a few milliseconds at a time.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (errors.length === 0) await inSlices(listTypeErrorsWork(obj, this.fields.shape, '', errs));
     if (errors.length === 0) errs = errs.concat(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
     return [...warnings, ...(old ? this.strategy.warningsOnUpdate(obj, old) : this.strategy.warningsOnCreate(obj))];
@@ -130,7 +133,7 @@ export class Registry {
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
     const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
     this.strategy.prepareForCreate(ctx, obj);
-    const warnings = this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
+    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
       delete obj.metadata[k];
     }
@@ -141,7 +144,7 @@ export class Registry {
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
     if (this.strategy.generation) meta.generation = 1;
-    if (appliedManaged === undefined) this.fields.update(undefined, obj, undefined, opts.fieldManager, '');
+    if (appliedManaged === undefined) await this.fields.updateInSlices(undefined, obj, undefined, opts.fieldManager, '');
     else obj.metadata.managedFields = appliedManaged as never;
     stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
     for (let attempt = 1; ; attempt++) {
@@ -226,7 +229,7 @@ export class Registry {
       try {
         if (!old) {
           const desired = this.checkBody(config, namespace, name);
-          const { object } = this.fields.apply(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
+          const { object } = await this.fields.applyInSlices(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
           object.metadata.name = name;
           const managed = object.metadata.managedFields ?? [];
           const r = await this.create(ctx, namespace, object, opts, managed);
@@ -234,7 +237,7 @@ export class Registry {
         }
         const base = clone(old);
         delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
-        const { object } = this.fields.apply(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
+        const { object } = await this.fields.applyInSlices(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
         const merged = this.checkBody(object, namespace, name);
         const pinned = merged.metadata.resourceVersion;
         const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
@@ -298,9 +301,10 @@ export class Registry {
     if (m.finalizers?.length === 0) delete m.finalizers;
     dropEmptyMaps(m);
     this.strategy.prepareForUpdate(ctx, next, old, subresource);
-    const warnings = this.validate(next, old, opts.fieldValidation, true, subresource);
+    const warnings = await this.validate(next, old, opts.fieldValidation, true, subresource);
     if (o.deletionTimestamp) {
-      const added = (m.finalizers ?? []).filter((f) => !(o.finalizers ?? []).includes(f));
+      const had = new Set(o.finalizers ?? []);
+      const added = (m.finalizers ?? []).filter((f) => !had.has(f));
       if (added.length) {
         throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
       }
@@ -310,7 +314,7 @@ export class Registry {
     if (applied) {
       if (requestManaged === undefined) delete m.managedFields;
       else m.managedFields = requestManaged;
-    } else this.fields.update(old, next, requestManaged, opts.fieldManager, subresource);
+    } else await this.fields.updateInSlices(old, next, requestManaged, opts.fieldManager, subresource);
     stampCluster(ctx, next); // after ownership: the server's annotation belongs to no manager
     // A write that changes nothing but managedFields timestamps stores nothing (kube's
     // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.

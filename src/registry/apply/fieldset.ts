@@ -3,6 +3,7 @@
 // deeper members. managedFields' fieldsV1 is exactly this trie written as JSON, with "." marking a
 // node that is both a member and a parent.
 import { type Path, type PathElement, compareElements, deserialize, serialize } from './path.js';
+import { type Work, YIELD_MASK, finish } from './work.js';
 
 interface Child {
   pe: PathElement;
@@ -187,19 +188,33 @@ export class FieldSet {
 
   /** fieldsV1 JSON, keys in the order a Go map encodes them (what clients see from a CRD). */
   toFieldsV1(): Record<string, unknown> {
-    const values = new Map<string, unknown>();
-    for (const k of this.members.keys()) if (!this.children.has(k)) values.set(k, {});
+    return finish(this.toFieldsV1Work());
+  }
+
+  *toFieldsV1Work(): Work<Record<string, unknown>> {
+    const inner = new Map<string, Record<string, unknown>>();
+    const keys: string[] = [];
+    for (const k of this.members.keys()) if (!this.children.has(k)) keys.push(k);
     for (const [k, c] of this.children) {
-      const inner = c.set.toFieldsV1();
+      const sub = yield* c.set.toFieldsV1Work();
       const member = this.members.has(k);
-      if (Object.keys(inner).length === 0) {
-        if (member) values.set(k, {});
-      } else values.set(k, member ? { '.': {}, ...inner } : inner);
+      if (Object.keys(sub).length === 0) {
+        if (member) keys.push(k);
+      } else {
+        keys.push(k);
+        inner.set(k, member ? { '.': {}, ...sub } : sub);
+      }
     }
     // Keys are unique, so sorting the keys alone (the built-in order is the code-unit order the
-    // comparator used to give) is the same order at a fraction of the cost.
+    // comparator used to give) is the same order; no per-member entry or Map either, which cost
+    // most of the time on a list of 100,000 items.
+    keys.sort();
+    yield;
     const out: Record<string, unknown> = {};
-    for (const k of [...values.keys()].sort()) out[k] = values.get(k);
+    for (let i = 0; i < keys.length; i++) {
+      out[keys[i]!] = inner.get(keys[i]!) ?? {};
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
     return out;
   }
 
