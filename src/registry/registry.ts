@@ -5,7 +5,7 @@
 // controllers call the same methods, with a RequestContext naming who acts.
 import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 import { compileSchema, type FieldValidation, type SchemaValidator } from '../api/validation.js';
-import { validateObjectMeta } from '../api/object-meta.js';
+import { finalizerErrors, validateObjectMeta } from '../api/object-meta.js';
 import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
@@ -110,9 +110,10 @@ export class Registry {
   private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
     // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
-    let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
-    // Each step above is one slice; the list rules go a few milliseconds at a time.
+    let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName, finalizers: false }));
+    // Each step above is one slice; finalizers and list rules go a few milliseconds at a time.
     await new Promise<void>((resolve) => setImmediate(resolve));
+    await inSlices(finalizerErrors(obj.metadata, errs));
     if (errors.length === 0) await inSlices(listTypeErrorsWork(obj, this.fields.shape, '', errs));
     if (errors.length === 0) errs = errs.concat(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
