@@ -38,7 +38,7 @@ const bytes = (o: unknown) => `${(JSON.stringify(o).length / 1024 / 1024).toFixe
 
 export const listAttacks: Attack[] = [
   {
-    key: 'lists',
+    key: 'lists-dryrun',
     order: 5,
     title: 'Dry-run create with a long finalizer list',
     params: (p) => ({ items: finalizerCount(p) }),
@@ -46,7 +46,7 @@ export const listAttacks: Attack[] = [
     run: (ctx) => timed(ctx, 'dry-run create', () => ctx.writer.request('POST', `${CR}?dryRun=All`, { body: JSON.stringify(commitRequestWithFinalizers('many', finalizerCount(ctx.params))), timeoutMs: 1_800_000 }), 201),
   },
   {
-    key: 'lists',
+    key: 'lists-apply',
     order: 6,
     title: 'Server-side apply of a long finalizer list',
     params: (p) => ({ items: finalizerCount(p) }),
@@ -55,7 +55,7 @@ export const listAttacks: Attack[] = [
       timed(ctx, 'server-side apply', () => ctx.writer.request('PATCH', `${CR}/applied?fieldManager=bench`, { body: JSON.stringify(commitRequestWithFinalizers('applied', finalizerCount(ctx.params))), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000 }), 201),
   },
   {
-    key: 'lists',
+    key: 'lists-smp',
     order: 7,
     title: 'Strategic merge patch of a long list merged by key',
     serverArgs: ['--sandbox'],
@@ -69,7 +69,7 @@ export const listAttacks: Attack[] = [
       timed(ctx, 'strategic merge patch', () => ctx.writer.request('PATCH', `${DEPLOY}/envs`, { body: JSON.stringify(envValuePatch(envCount(ctx.params), 'b')), contentType: 'application/strategic-merge-patch+json', timeoutMs: 1_800_000 }), 200),
   },
   {
-    key: 'lists',
+    key: 'lists-order',
     order: 8,
     title: '$setElementOrder of a long list',
     serverArgs: ['--sandbox'],

@@ -155,7 +155,7 @@ export function sampler(ctx: Context, scraper: Client, pinger: Client, phaseMs: 
       title,
       columns: { value: 'during / after', baseline: 'before' },
       order: a.order + (ctx.params.legacy ? 0.5 : 0),
-      params: { quick: ctx.params.quick, legacy: ctx.params.legacy, phaseMs, ...(a.params?.(ctx.params) ?? {}) },
+      params: { quick: ctx.params.quick, legacy: ctx.params.legacy, ...(ctx.params.arg('server-main') ? { serverMain: ctx.params.arg('server-main') } : {}), phaseMs, ...(a.params?.(ctx.params) ?? {}) },
     });
     const before = await phase('before', phaseMs);
     let outcome: Outcome = { text: '' };

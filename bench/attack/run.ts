@@ -1,4 +1,4 @@
-// The attack run (`npm run bench -- attack [--quick] [--only=cardinality,idle,patch,nesting,lists]`):
+// The attack run (`npm run bench -- attack [--quick] [--only=cardinality,idle,patch,nesting,lists,lists-smp,...]`):
 // starts the built server (embedded storage, dev PKI, AlwaysAllow) and runs the attacks one after
 // the other. For each it prints, before, during and after the attack: the number of metric series,
 // the server's RSS and open file descriptors, the event-loop delay (prom-client's
@@ -31,7 +31,8 @@ const IDLE_TIMEOUT_S = Number(arg('idle-timeout') ?? 10);
 const GV = '/apis/configbutler.ai/v1alpha1';
 
 async function main(): Promise<void> {
-  const chosen = ATTACKS.filter((a) => !only || only.includes(a.key));
+  // `--only=lists` selects every `lists-…` attack, `--only=lists-smp` one of them.
+  const chosen = ATTACKS.filter((a) => !only || only.some((o) => a.key === o || a.key.startsWith(`${o}-`)));
   const dataDir = tempDir('reverser-attack-');
   try {
     const port = await freePort();
