@@ -13,7 +13,7 @@ import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, typ
 import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
 import { listTypeErrorsWork } from './apply/list-rules.js';
-import { inSlices } from './apply/work.js';
+import { breathe, inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
@@ -148,6 +148,7 @@ export class Registry {
     if (appliedManaged === undefined) await this.fields.updateInSlices(undefined, obj, undefined, opts.fieldManager, '');
     else obj.metadata.managedFields = appliedManaged as never;
     stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
+    await breathe();
     for (let attempt = 1; ; attempt++) {
       if (!hasName) meta.name = generateName(meta.generateName!);
       if (opts.dryRun) {
@@ -197,6 +198,7 @@ export class Registry {
       // can only come from the client: an optimistic-lock precondition, never retried.
       const base = clone(old);
       delete base.metadata.resourceVersion;
+      await breathe();
       const patched = this.checkBody(await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
@@ -302,7 +304,9 @@ export class Registry {
     if (m.finalizers?.length === 0) delete m.finalizers;
     dropEmptyMaps(m);
     this.strategy.prepareForUpdate(ctx, next, old, subresource);
+    await breathe();
     const warnings = await this.validate(next, old, opts.fieldValidation, true, subresource);
+    await breathe();
     if (o.deletionTimestamp) {
       const had = new Set(o.finalizers ?? []);
       const added = (m.finalizers ?? []).filter((f) => !had.has(f));
@@ -317,9 +321,11 @@ export class Registry {
       else m.managedFields = requestManaged;
     } else await this.fields.updateInSlices(old, next, requestManaged, opts.fieldManager, subresource);
     stampCluster(ctx, next); // after ownership: the server's annotation belongs to no manager
+    await breathe();
     // A write that changes nothing but managedFields timestamps stores nothing (kube's
     // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.
     if (sameIgnoringManagedTimes(next, old)) return { object: old, warnings };
+    await breathe();
     if (opts.dryRun) return { object: next, warnings };
     const key = this.key(ctx, namespace, name);
     // Removing the last finalizer of a deleting object deletes it instead of storing the update, as

@@ -5,6 +5,8 @@ import type { KubeObject } from '../../model/object.js';
 import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiateAs } from '../negotiation.js';
 import { send, sendObject } from '../respond.js';
+// Between decoding a (possibly 3 MiB) body and handling it, other requests get the event loop.
+import { breathe } from '../../registry/apply/work.js';
 import { partialObjectMetadata } from '../representation.js';
 import { listItems } from './list-items.js';
 import { parseListOptions } from '../list-options.js';
@@ -14,9 +16,6 @@ function respondObject(h: HandlerContext, code: number, obj: KubeObject, warning
   const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: false, partial: true, partialList: false });
   return sendObject(h.reply, code, output === 'partial' ? partialObjectMetadata(obj, metaVersion) : obj, output, warnings);
 }
-
-/** Gives other requests the event loop between decoding a (possibly 3 MiB) body and handling it. */
-const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function kindOf(h: HandlerContext): { kind: string; version: string } {
   return { kind: h.registry.def.kind, version: h.registry.apiVersion.split('/').pop()! };

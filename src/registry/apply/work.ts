@@ -31,3 +31,12 @@ export async function inSlices<T>(w: Work<T>, sliceMs = SLICE_MS): Promise<T> {
   }
   return r.value;
 }
+
+/**
+ * Hands the event loop to other requests once, between two steps of a write that are each
+ * synchronous and proportional to the object (up to 3 MiB): the wait is then the longest step,
+ * not their sum.
+ */
+export function breathe(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
