@@ -12,6 +12,7 @@ import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type
 import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
+import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 
 export class FlagError extends Error {}
 
@@ -106,6 +107,8 @@ export interface ServeOptions {
   audit: AuditOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
+  /** --allow-insecure-credentials, --allow-file-repositories, --egress-* (src/net/flags.ts). */
+  tenantInput: TenantInputOptions;
 }
 
 export interface AuditOptions {
@@ -123,6 +126,7 @@ export function allServeFlags(): Flag[] {
     ...SERVE_FLAGS,
     ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
     ...REGISTRATION_FLAGS,
+    ...TENANT_INPUT_FLAGS,
   ];
 }
 
@@ -153,7 +157,7 @@ function int(values: Record<string, string | undefined>, name: string, min: numb
 }
 
 /** Flags that may be given bare (`--sandbox`) to mean true, as Go's boolean flags. */
-const BOOLEAN_FLAGS = new Set(['sandbox']);
+const BOOLEAN_FLAGS = new Set(['sandbox', 'allow-insecure-credentials', 'allow-file-repositories']);
 
 function bool(name: string, v: string): boolean {
   if (v === 'true') return true;
@@ -259,7 +263,15 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     if (e instanceof RegistrationFlagError) throw new FlagError(e.message);
     throw e;
   }
+  let tenantInput: TenantInputOptions;
+  try {
+    tenantInput = parseTenantInputFlags(values);
+  } catch (e) {
+    if (e instanceof TenantInputFlagError) throw new FlagError(e.message);
+    throw e;
+  }
   return {
+    tenantInput,
     mode,
     sandbox: mode === 'sandbox' || sandbox,
     securePort,

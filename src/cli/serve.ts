@@ -99,7 +99,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
     (engine ??= import('../git/worker.js').then(
-      ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+      ({ GitWorker }) => new GitWorker({
+        dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store,
+        egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
+      }),
     ));
   const metrics = createServerMetrics();
   let registration: RunningRegistration | undefined;
@@ -180,7 +183,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
     controllers = await startControllers({
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
-      attribution, registries: server.registries, requestMetrics: metrics,
+      attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput,
     }, opts.controllers);
   }
   if (adminKubeconfig) {

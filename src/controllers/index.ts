@@ -16,6 +16,7 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import { EgressPolicy, type EgressOptions } from '../net/egress.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -43,6 +44,8 @@ export interface ControllerDeps {
   mirrorRecheckMs?: number;
   /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
   attribution?: AttributionConfig;
+  /** --allow-insecure-credentials, --allow-file-repositories and the --egress-* policy (kubeconfig Secrets; the git engine gets its own copy). */
+  tenantInput?: { allowInsecureCredentials?: boolean; allowFileRepositories?: boolean; egress?: EgressOptions };
   /** The server's registries: controllers write status through them as the system identity (default: registries over `store`). */
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
@@ -69,7 +72,9 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   let windows: WindowsController | undefined;
   // Where GitTargets' sources and Secrets are (per logical cluster); shared by the mirror and the windows' git credentials.
   const source = enabled.has('mirror') || deps.workspaceSecrets ? await import('./source/index.js') : undefined;
-  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
+  const tenantInput = deps.tenantInput ?? {};
+  const vet = { allowInsecureCredentials: tenantInput.allowInsecureCredentials, egress: new EgressPolicy(tenantInput.egress) };
+  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL, vet });
   // Git credentials Secrets: the store's, or a kcp GitTarget's own workspace's (the windows' commits and the mirror's folder listing).
   const fromStore = secretCredentials(deps.store);
   const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
@@ -99,12 +104,13 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
       const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
       if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
       const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
-      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
+      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt), tenant: { cluster: key.cluster, namespace: key.namespace } }, branch: spec.branch, folder: spec.path });
     };
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      const allow = { fileRepositories: tenantInput.allowFileRepositories, insecureCredentials: tenantInput.allowInsecureCredentials };
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow });
     });
     stops.unshift(async () => {
       await mirror?.stop();

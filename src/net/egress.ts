@@ -142,13 +142,14 @@ export class EgressPolicy {
    * address of the name is refused (a name with one good and one bad address is refused: which one
    * a connection takes is not ours to choose).
    */
-  readonly lookup = (hostname: string, options: { all?: boolean; family?: number } | number, callback: (...args: any[]) => void): void => {
+  readonly lookup = (hostname: string, options: { all?: boolean; family?: number | string } | number, callback: (...args: any[]) => void): void => {
     const all = typeof options === 'object' && options?.all === true;
     const h = normalizeHost(hostname);
     const allowedByName = this.hostAllowed(h);
     this.resolve(hostname, (err, addresses) => {
       if (err) return callback(err);
-      const family = typeof options === 'number' ? options : (options?.family ?? 0);
+      const f = typeof options === 'number' ? options : options?.family;
+      const family = f === 'IPv4' ? 4 : f === 'IPv6' ? 6 : typeof f === 'number' ? f : 0;
       const usable = addresses.filter((a) => !family || a.family === family);
       if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
       if (!allowedByName) {

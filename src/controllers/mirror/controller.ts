@@ -8,12 +8,13 @@ import type { Logger } from '../../metrics/logger.js';
 import type { ObjectRef } from '../../git/index.js';
 import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
 import type { TargetKey, WindowSink } from '../windows/types.js';
-import type { SourceConnector, SourceSpec } from '../source/connector.js';
+import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceError } from '../source/client.js';
 import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
+import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
 
 export interface MirrorDeps {
@@ -31,6 +32,8 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** What a destination may be on this server (--allow-file-repositories, --allow-insecure-credentials). */
+  allow?: { fileRepositories?: boolean; insecureCredentials?: boolean };
 }
 
 interface Running {
@@ -45,7 +48,7 @@ interface Running {
 /** This controller's claim on a GitTarget's lease (shared with the windows controller). */
 const CLAIMANT = 'mirror';
 
-const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied' };
+const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied', EgressDenied: 'EgressDenied' };
 
 function mirrorSpec(spec: any): MirrorSpec {
   const prune: PruneMode = ['Never', 'OnEvent', 'Always'].includes(spec?.prune?.mode) ? spec.prune.mode : spec?.prune?.mode === undefined ? 'OnEvent' : 'Never';
@@ -155,7 +158,9 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
-    const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
+    // A destination this server refuses is reported like a refused source: nothing is mirrored for it.
+    const refused = destinationRefusal(spec?.repository, deps.allow ?? {});
+    const conn: Connection = refused ? { ok: false, ...refused } : await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
     if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
       // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
       log.warn('kubeconfig Secret not re-checked; the mirror keeps its credentials', { target: key, reason: conn.reason });
