@@ -95,7 +95,6 @@ export class EgressPolicy {
   private readonly deny: BlockList;
   private readonly allow: BlockList | undefined;
   private readonly allowHosts: string[];
-  readonly description: string;
 
   /** `resolve` is the DNS lookup (the system resolver; tests give a fixed table to exercise rebinding on loopback). */
   constructor(
@@ -105,7 +104,6 @@ export class EgressPolicy {
     this.deny = blockList([...BUILTIN_DENIED_CIDRS, ...(opts.denyCIDRs ?? [])]);
     this.allow = opts.allowCIDRs?.length ? blockList(opts.allowCIDRs) : undefined;
     this.allowHosts = (opts.allowHosts ?? []).map(normalizeHost);
-    this.description = JSON.stringify(opts);
   }
 
   private hostAllowed(h: string): boolean {
