@@ -1,5 +1,5 @@
 // The kubeconfig attack as load: a tenant fills 30 Secrets with the worst kubeconfigs that reach
-// the parser (64 KiB of keys just under the token limit, 30,000 nested brackets, 1 MiB of aliases)
+// the parser (64 KiB of keys just under the token limit, 30,000 nested brackets, 1 MiB of aliases: the most a Secret holds)
 // and points 30 GitTargets at them, so the mirror reads and vets them on every re-check. Measured
 // while it runs: the server's RSS, its event-loop delay (prom-client's nodejs_eventloop_lag_*), and
 // another client's /healthz latency. Bounds are loose (a shared 2-core machine); the printed
@@ -57,7 +57,7 @@ test('30 worst-case kubeconfig Secrets: refused, and /healthz, memory and the ev
   const kinds: Record<string, { text: (i: number) => string; reason: string }> = {
     wide: { text: (i) => `${user}preferences: {${Array.from({ length: 400 }, (_, k) => `k${i}x${k}: v`).join(', ')}}\n`, reason: 'KubeConfigFieldNotAllowed' },
     deep: { text: (i) => `${user}x${i}: ${'['.repeat(30_000)}${']'.repeat(30_000)}\n`, reason: 'KubeConfigInvalid' },
-    aliases: { text: (i) => `${user}a: &a x${i}\nb: [${Array(350_000).fill('*a').join(',')}]\n`, reason: 'KubeConfigInvalid' },
+    aliases: { text: (i) => `${user}a: &a x${i}\nb: [${Array(340_000).fill('*a').join(',')}]\n`, reason: 'KubeConfigInvalid' },
   };
   const names: Array<[string, string]> = [];
   for (const [kind, k] of Object.entries(kinds)) {
