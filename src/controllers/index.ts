@@ -16,6 +16,8 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import type { Authorizer } from '../auth/types.js';
+import { AuthorityVerifier } from './authority/verifier.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -47,6 +49,12 @@ export interface ControllerDeps {
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
   requestMetrics?: RequestMetrics;
+  /**
+   * Re-verification of the authority GitTargets run under: the server's authorizer and the pass
+   * interval (--authority-reverify-interval). Without it (tests of the controllers alone) the
+   * mirror does not gate on authority.
+   */
+  authority?: { authorizer: Authorizer; intervalMs: number };
 }
 
 export interface RunningControllers {
@@ -55,6 +63,7 @@ export interface RunningControllers {
   /** Where the mirror adds changes (undefined when the windows controller does not run here). */
   sink: WindowSink | undefined;
   gitTargets: Informer;
+  authority: AuthorityVerifier | undefined;
   stop(): Promise<void>;
 }
 
@@ -83,6 +92,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
+  let verifier: AuthorityVerifier | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
     requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
@@ -101,12 +111,16 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
       const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
       return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
     };
+    const authority = deps.authority ? new AuthorityVerifier({ ...deps.authority, gitTargets, log: deps.log }) : undefined;
+    verifier = authority;
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, authority });
+      authority?.start();
     });
     stops.unshift(async () => {
+      await authority?.stop();
       await mirror?.stop();
     });
   }
@@ -119,6 +133,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     keeper,
     sink,
     gitTargets,
+    authority: verifier,
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();

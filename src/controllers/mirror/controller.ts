@@ -15,6 +15,7 @@ import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { SystemClient } from '../client.js';
+import type { AuthorityVerifier } from '../authority/verifier.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -31,6 +32,8 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** Whose authority each GitTarget reads with, re-verified (the server always passes it; tests of the mirror alone may not). */
+  authority?: AuthorityVerifier;
 }
 
 interface Running {
@@ -155,6 +158,21 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
+    // Never read on a grant that is gone or unconfirmed (src/controllers/authority/verifier.ts).
+    const authority = deps.authority?.verdict(key, obj);
+    if (authority && !authority.ok && authority.pending && !running.has(key)) return { requeueAfterMs: 1_000 };
+    if (authority && !authority.ok) {
+      if (running.has(key)) log.warn('authority gone; the mirror stops', { target: key, reason: authority.reason });
+      await teardown(key);
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'False', reason: authority.reason, message: authority.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored without a verified authority' },
+        streams: { ready: 0, total: 0 },
+      });
+      return { requeueAfterMs: recheckMs };
+    }
     const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
     if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
       // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
@@ -211,6 +229,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   };
 
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  deps.authority?.onChange((key) => queue.add(key));
   informer.on({
     upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
     delete: (o) => queue.add(keyOf(o, clusterOf(o))),
