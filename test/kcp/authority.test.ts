@@ -80,3 +80,16 @@ test('a grant in ws-a is not one in ws-b: the same GitTarget in ws-b is asked of
   assert.equal(r.status, 403, r.text);
   assert.deepEqual(asked(from).map((x) => x[0]), [`/clusters/ws-b${SAR_PATH}`]);
 });
+
+test('a SubjectAccessReview that fails denies the GitTarget (fail closed), saying the check could not be made', async () => {
+  const onSAR = fake.onSAR;
+  fake.onSAR = (spec, path) => (spec.resourceAttributes?.verb === 'watch' ? { status: 500 } : onSAR(spec, path));
+  try {
+    const r = await call(gts('ws-a'), { method: 'POST', cert: shard, headers: alice, body: body('flaky', ['team-a']) });
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json().message, 'gittargets.configbutler.ai "flaky" is forbidden: User "alice" cannot watch resource "configmaps" in API group "" in the namespace "team-a": '
+      + `the authorization check could not be made: SubjectAccessReview failed: POST /clusters/ws-a${SAR_PATH}: HTTP 500: fake failure`);
+  } finally {
+    fake.onSAR = onSAR;
+  }
+});

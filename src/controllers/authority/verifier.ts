@@ -170,6 +170,6 @@ export class AuthorityVerifier {
       changed++;
       for (const l of this.listeners) l(key);
     }
-    this.opts.log.debug?.('authority re-verified', { gitTargets: n, questions: answers.size, changed, ms: this.now() - started });
+    this.opts.log.debug('authority re-verified', { gitTargets: n, questions: answers.size, changed, ms: this.now() - started });
   }
 }
