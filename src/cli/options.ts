@@ -52,6 +52,12 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'audit-max-request-bytes', description: 'Largest EventList body the audit listener accepts (413 beyond).', default: String(DEFAULT_AUDIT_MAX_REQUEST_BYTES) },
   { name: 'audit-fact-ttl', description: 'How long an attribution fact from the audit log is kept (e.g. 10m, 1h30m).', default: '10m' },
   {
+    name: 'authority-reverify-interval',
+    description:
+      "How often every GitTarget's recorded authority (status.authority) is re-verified with the authorizer, in one batched pass (Go duration). A revoked grant stops its mirror at the next pass; a grant that could not be confirmed for two intervals stops it too.",
+    default: '5m',
+  },
+  {
     name: 'attribution-grace',
     description:
       "How long a mirrored change waits for the audit fact naming its author before it is committed as \"unknown (attribution unresolved)\" (Go duration). Must exceed kube-apiserver's --audit-webhook-batch-max-wait.",
@@ -100,6 +106,8 @@ export interface ServeOptions {
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };
+  /** How often GitTargets' recorded authority is re-verified (ms). */
+  authorityReverifyIntervalMs: number;
   authn: AuthnOptions;
   authz: AuthzOptions;
   registration: RegistrationOptions;
@@ -227,6 +235,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     return ms;
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
+  const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
@@ -293,6 +302,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     committer,
     controllers,
     attribution,
+    authorityReverifyIntervalMs,
     authn: auth.authn,
     authz: auth.authz,
     registration,

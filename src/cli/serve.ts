@@ -8,6 +8,7 @@ import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
+import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
 import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
@@ -116,7 +117,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    strategies: { commitrequests: commitRequestStrategy(authz.authorizer), gittargets: gitTargetStrategy(authz.authorizer) },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
@@ -184,6 +185,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     controllers = await startControllers({
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
       attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput,
+      authority: { authorizer: authz.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
     }, opts.controllers);
   }
   if (adminKubeconfig) {

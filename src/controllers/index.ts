@@ -17,6 +17,8 @@ import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
 import { EgressPolicy, type EgressOptions } from '../net/egress.js';
+import type { Authorizer } from '../auth/types.js';
+import { AuthorityVerifier } from './authority/verifier.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -50,6 +52,12 @@ export interface ControllerDeps {
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
   requestMetrics?: RequestMetrics;
+  /**
+   * Re-verification of the authority GitTargets run under: the server's authorizer and the pass
+   * interval (--authority-reverify-interval). Without it (tests of the controllers alone) the
+   * mirror does not gate on authority.
+   */
+  authority?: { authorizer: Authorizer; intervalMs: number };
 }
 
 export interface RunningControllers {
@@ -58,6 +66,7 @@ export interface RunningControllers {
   /** Where the mirror adds changes (undefined when the windows controller does not run here). */
   sink: WindowSink | undefined;
   gitTargets: Informer;
+  authority: AuthorityVerifier | undefined;
   stop(): Promise<void>;
 }
 
@@ -88,6 +97,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
+  let verifier: AuthorityVerifier | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
     requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
@@ -106,13 +116,17 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
       const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
       return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt), tenant: { cluster: key.cluster, namespace: key.namespace } }, branch: spec.branch, folder: spec.path });
     };
+    const authority = deps.authority ? new AuthorityVerifier({ ...deps.authority, gitTargets, log: deps.log }) : undefined;
+    verifier = authority;
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
       const allow = { fileRepositories: tenantInput.allowFileRepositories, insecureCredentials: tenantInput.allowInsecureCredentials };
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow, authority });
+      authority?.start();
     });
     stops.unshift(async () => {
+      await authority?.stop();
       await mirror?.stop();
     });
   }
@@ -125,6 +139,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     keeper,
     sink,
     gitTargets,
+    authority: verifier,
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();

@@ -16,6 +16,7 @@ import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
+import type { AuthorityVerifier } from '../authority/verifier.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -34,6 +35,8 @@ export interface MirrorDeps {
   reflector?: ReflectorOptions;
   /** What a destination may be on this server (--allow-file-repositories, --allow-insecure-credentials). */
   allow?: { fileRepositories?: boolean; insecureCredentials?: boolean };
+  /** Whose authority each GitTarget reads with, re-verified (the server always passes it; tests of the mirror alone may not). */
+  authority?: AuthorityVerifier;
 }
 
 interface Running {
@@ -158,6 +161,21 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
+    // Never read on a grant that is gone or unconfirmed (src/controllers/authority/verifier.ts).
+    const authority = deps.authority?.verdict(key, obj);
+    if (authority && !authority.ok && authority.pending && !running.has(key)) return { requeueAfterMs: 1_000 };
+    if (authority && !authority.ok) {
+      if (running.has(key)) log.warn('authority gone; the mirror stops', { target: key, reason: authority.reason });
+      await teardown(key);
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'False', reason: authority.reason, message: authority.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored without a verified authority' },
+        streams: { ready: 0, total: 0 },
+      });
+      return { requeueAfterMs: recheckMs };
+    }
     // A destination this server refuses is reported like a refused source: nothing is mirrored for it.
     const refused = destinationRefusal(spec?.repository, deps.allow ?? {});
     const conn: Connection = refused ? { ok: false, ...refused } : await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
@@ -216,6 +234,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   };
 
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  deps.authority?.onChange((key) => queue.add(key));
   informer.on({
     upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
     delete: (o) => queue.add(keyOf(o, clusterOf(o))),
