@@ -14,8 +14,7 @@ import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
 import type { ResourceRef, Store } from '../storage/types.js';
 import type { RequestContext } from './context.js';
-import { definitionStrategy, type ResourceStrategy } from './strategy.js';
-import { gitTargets } from '../api/resources.js';
+import { chain, type ResourceStrategy } from './strategy.js';
 
 export interface GitTargetQuotas {
   /** GitTargets in one namespace (0: unlimited). */
@@ -62,9 +61,13 @@ function exceeded(name: string | undefined, quota: string, resource: string, req
   });
 }
 
-/** GitTarget's strategy: the definition's, with the quotas checked at create and update. */
-export function gitTargetStrategy(store: Pick<Store, 'list'>, q: GitTargetQuotas): ResourceStrategy {
-  return definitionStrategy(gitTargets, gitTargetQuotaHooks(store, q));
+/**
+ * `base` (GitTarget's strategy: authority follows the requester, gittarget-strategy.ts) with the
+ * quotas checked after its own checks, as kube-apiserver runs admission after authorization.
+ */
+export function withGitTargetQuotas(base: ResourceStrategy, store: Pick<Store, 'list'>, q: GitTargetQuotas): ResourceStrategy {
+  const hooks = gitTargetQuotaHooks(store, q);
+  return { ...base, serializeCreates: true, admitCreate: chain(base.admitCreate, hooks.admitCreate), admitUpdate: chain(base.admitUpdate, hooks.admitUpdate) };
 }
 
 /** The quota hooks (admitCreate, admitUpdate, serializeCreates). */
