@@ -22,6 +22,7 @@ import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions,
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
+import type { WriteObserver } from '../attribution/sandbox.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
 import { serveNonResource, type HealthCheck } from './non-resource.js';
@@ -49,6 +50,11 @@ export interface ServerConfig {
   connections?: Partial<ConnectionLimits>;
   /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
   maxRequestBytes?: number;
+  /**
+   * Called after each stored (not dry-run) write of a resource for which `observes` is true, before
+   * the client is answered: the sandbox records attribution facts here (src/attribution/sandbox.ts).
+   */
+  writeObserver?: { observes(def: ResourceDefinition): boolean; observe: WriteObserver };
 }
 
 export interface BuiltServer {
@@ -295,7 +301,7 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
   if (user) (req as unknown as { k8sUser?: UserInfo }).k8sUser = user;
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
-  return serveResource(ctx, req, reply, info, query, user!);
+  return serveResource(ctx, req, reply, info, query, user!, user !== authenticated ? authenticated : undefined);
 }
 
 async function serveResource(
@@ -305,6 +311,7 @@ async function serveResource(
   info: RequestInfo,
   query: URLSearchParams,
   user: UserInfo,
+  impersonator: UserInfo | undefined,
 ): Promise<void> {
   const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
   if (!registry) throw status.pathNotFound();
@@ -315,7 +322,8 @@ async function serveResource(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
-  const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
+  const observer = ctx.cfg.writeObserver?.observes(def) ? ctx.cfg.writeObserver.observe : undefined;
+  const h: HandlerContext = { req, reply, info, query, registry, user, impersonator, state: ctx.state, observeWrite: observer };
   if (info.legacyWatch) {
     // The status subresource has no watch (kube's CRD handler answers this 405).
     if (info.subresource) throw status.methodNotSupported({ group: def.group, resource: def.plural }, 'watch');

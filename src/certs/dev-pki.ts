@@ -53,8 +53,13 @@ export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAdd
   };
 }
 
-/** A kubeconfig for a client certificate user; certificate data is embedded so the file stands alone. */
-export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: string; keyPem: string; user: string; namespace?: string; name?: string }): string {
+/**
+ * A kubeconfig for a client certificate user (or a bearer token: the in-memory loopback client,
+ * src/auth/loopback.ts); certificate data is embedded so the file stands alone.
+ */
+export function kubeconfigYAML(
+  opts: { server: string; caPem: string; user: string; namespace?: string; name?: string } & ({ certPem: string; keyPem: string } | { token: string }),
+): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const name = opts.name ?? 'reverser';
   return [
@@ -68,8 +73,7 @@ export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: s
     'users:',
     `- name: ${opts.user}`,
     '  user:',
-    `    client-certificate-data: ${b64(opts.certPem)}`,
-    `    client-key-data: ${b64(opts.keyPem)}`,
+    ...('token' in opts ? [`    token: ${opts.token}`] : [`    client-certificate-data: ${b64(opts.certPem)}`, `    client-key-data: ${b64(opts.keyPem)}`]),
     'contexts:',
     `- name: ${name}`,
     '  context:',
