@@ -8,7 +8,7 @@ import type { X509Certificate } from 'node:crypto';
 import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type UserInfo } from '../auth/types.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type RuleResolver, type UserInfo } from '../auth/types.js';
 import { Registries } from '../registry/registries.js';
 import type { ResourceStrategy } from '../registry/strategy.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
@@ -23,6 +23,7 @@ import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-i
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
 import type { WriteObserver } from '../attribution/sandbox.js';
+import { reviewOf, serveReview } from './reviews.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
 import { serveNonResource, type HealthCheck } from './non-resource.js';
@@ -32,6 +33,8 @@ export interface ServerConfig {
   tls: { certPem: string; keyPem: string; clientCAs(): string[]; onClientCAsChange?(listener: () => void): void };
   authenticator: Authenticator;
   authorizer: Authorizer;
+  /** What a user may do, for SelfSubjectRulesReview (src/apiserver/reviews.ts); without it the answer is incomplete. */
+  rules?: RuleResolver;
   alwaysAllowPaths: string[];
   /** Non-resource paths an anonymous client may be authorized for (RBAC's system:public-info-viewer). */
   anonymousPaths?: string[];
@@ -314,7 +317,11 @@ async function serveResource(
   impersonator: UserInfo | undefined,
 ): Promise<void> {
   const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
-  if (!registry) throw status.pathNotFound();
+  if (!registry) {
+    const review = reviewOf(info);
+    if (review) return serveReview({ authorizer: ctx.cfg.authorizer, rules: ctx.cfg.rules, alwaysAllowPaths: ctx.cfg.alwaysAllowPaths }, req, reply, info, review, user);
+    throw status.pathNotFound();
+  }
   const def = registry.def;
   if (info.subresource && (info.subresource !== 'status' || !def.statusSubresource)) throw status.pathNotFound();
   // A cluster-scoped resource has no namespaced path (a namespace's own path names it twice).

@@ -117,6 +117,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
     authenticator: loopback ? loopback.wrap(authn.authenticator) : authn.authenticator,
     authorizer: authz.authorizer,
+    rules: authz.rules,
     alwaysAllowPaths: authz.alwaysAllowPaths,
     anonymousPaths: authz.anonymousPaths,
     log,

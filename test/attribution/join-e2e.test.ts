@@ -102,7 +102,7 @@ test('alice and bob edit, carol deletes: one commit each, in order, authored by 
   const three = await as('carol', ['get', 'configmap', 'three', '-n', 'default']);
   await ok(kubectl, ['--as', 'carol', 'delete', 'configmap', 'three', '-n', 'default']);
   await audited('carol', three, { verb: 'delete' });
-  assert.equal((await logLines('authors', 4))[0], `carol <carol@noreply.cluster.local>|${SERVER}|Delete ConfigMap default/three`);
+  assert.equal((await logLines('authors', 4))[0], `carol <carol@noreply.cluster.local>|${SERVER}|Delete configmaps default/three`);
   const c = await auditCondition('default');
   assert.equal(c?.status, 'True');
   assert.equal(c?.reason, 'FactsArriving');
