@@ -2,7 +2,7 @@
 // authorization of every request, and dispatch to discovery, OpenAPI, health and resource
 // handlers. `buildServer` assembles everything without listening, so tests can inject requests.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { TLSSocket } from 'node:tls';
+import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import type { Http2SecureServer } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
@@ -30,7 +30,18 @@ import { serveNonResource, type HealthCheck } from './non-resource.js';
 
 export interface ServerConfig {
   store: Store;
-  tls: { certPem: string; keyPem: string; clientCAs(): string[]; onClientCAsChange?(listener: () => void): void };
+  tls: {
+    certPem: string;
+    keyPem: string;
+    clientCAs(): string[];
+    onClientCAsChange?(listener: () => void): void;
+    /**
+     * A second serving certificate chosen by SNI name: the loopback client's (src/auth/loopback.ts),
+     * as kube-apiserver's `apiserver-loopback-client`, so the in-process client verifies this server
+     * whatever --tls-cert-file is.
+     */
+    sni?: { servername: string; certPem: string; keyPem: string };
+  };
   authenticator: Authenticator;
   authorizer: Authorizer;
   /** What a user may do, for SelfSubjectRulesReview (src/apiserver/reviews.ts); without it the answer is incomplete. */
@@ -92,6 +103,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const openapi = buildOpenAPIDocuments(resources, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
   const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...cfg.connections };
+  const sniContext = cfg.tls.sni ? createSecureContext({ cert: cfg.tls.sni.certPem, key: cfg.tls.sni.keyPem, minVersion: 'TLSv1.2' }) : undefined;
   const app = fastify({
     http2: true,
     // Idle sessions are closed by guardConnections (only when no stream is open), not by fastify.
@@ -105,6 +117,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      ...(sniContext ? { SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => cb(null, name === cfg.tls.sni!.servername ? sniContext : undefined) } : {}),
     },
     bodyLimit: maxRequestBytes,
     logger: false,

@@ -8,6 +8,8 @@ import { bearerToken } from './tokenreview.js';
 import type { Authenticator, AuthnRequest, AuthnResult, UserInfo } from './types.js';
 
 export const LOOPBACK_USER = 'system:apiserver';
+/** The SNI name the loopback client asks for; the server answers it with the loopback certificate. */
+export const LOOPBACK_SERVER_NAME = 'apiserver-loopback-client';
 
 export interface Loopback {
   token: string;

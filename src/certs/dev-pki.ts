@@ -54,11 +54,20 @@ export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAdd
 }
 
 /**
+ * The loopback client's serving certificate, in memory only and new on every start: a throwaway CA
+ * and a certificate for `servername` it signed (src/auth/loopback.ts).
+ */
+export function loopbackServingCertificate(servername = 'apiserver-loopback-client'): { caPem: string; serving: KeyPair } {
+  const ca = createCA(`${servername}-ca`, 365);
+  return { caPem: ca.certPem, serving: issueCertificate(ca, { commonName: servername, usage: 'server', dnsNames: [servername], ipAddresses: [] }) };
+}
+
+/**
  * A kubeconfig for a client certificate user (or a bearer token: the in-memory loopback client,
  * src/auth/loopback.ts); certificate data is embedded so the file stands alone.
  */
 export function kubeconfigYAML(
-  opts: { server: string; caPem: string; user: string; namespace?: string; name?: string } & ({ certPem: string; keyPem: string } | { token: string }),
+  opts: { server: string; caPem: string; user: string; namespace?: string; name?: string; tlsServerName?: string } & ({ certPem: string; keyPem: string } | { token: string }),
 ): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const name = opts.name ?? 'reverser';
@@ -70,6 +79,7 @@ export function kubeconfigYAML(
     '  cluster:',
     `    server: ${opts.server}`,
     `    certificate-authority-data: ${b64(opts.caPem)}`,
+    ...(opts.tlsServerName ? [`    tls-server-name: ${opts.tlsServerName}`] : []),
     'users:',
     `- name: ${opts.user}`,
     '  user:',

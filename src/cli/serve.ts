@@ -20,7 +20,8 @@ import { StoreFacts } from '../attribution/facts-store.js';
 import { createAuditMetrics } from '../attribution/metrics.js';
 import type { AttributionFacts } from '../attribution/types.js';
 import { sandboxFactRecorder } from '../attribution/sandbox.js';
-import { createLoopback, LOOPBACK_USER } from '../auth/loopback.js';
+import { createLoopback, LOOPBACK_SERVER_NAME, LOOPBACK_USER } from '../auth/loopback.js';
+import { loopbackServingCertificate } from '../certs/dev-pki.js';
 import { SANDBOX_RESOURCES } from '../api/resources.js';
 
 export interface Running {
@@ -94,6 +95,9 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   // over loopback with an in-memory token, whatever CA authenticates clients (src/auth/loopback.ts).
   const sandboxSource = opts.mode === 'serve' && opts.sandbox && !opts.kubeconfig && !process.env.KUBERNETES_SERVICE_HOST;
   const loopback = sandboxSource ? createLoopback() : undefined;
+  // Its own serving certificate (in memory, chosen by SNI), so the loopback client verifies this
+  // server whatever --tls-cert-file is, as kube-apiserver's loopback client does.
+  const loopbackServing = loopback ? loopbackServingCertificate() : undefined;
   const authz = await buildAuthorization(opts.authz, { logger: authLogger(log) });
   const store = await createStore({
     storage: opts.storage,
@@ -114,7 +118,13 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
-    tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
+    tls: {
+      certPem,
+      keyPem,
+      clientCAs: () => authn.tlsCAs(),
+      onClientCAsChange: (l) => authn.onTLSCAsChange(l),
+      sni: loopbackServing && { servername: LOOPBACK_SERVER_NAME, certPem: loopbackServing.serving.certPem, keyPem: loopbackServing.serving.keyPem },
+    },
     authenticator: loopback ? loopback.wrap(authn.authenticator) : authn.authenticator,
     authorizer: authz.authorizer,
     rules: authz.rules,
@@ -182,8 +192,8 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');
     // With --sandbox (and no hosting cluster), the mirror's default source is this server's own sandbox.
-    const sandboxKubeconfig = loopback
-      ? kubeconfigYAML({ server: url, caPem: rootCAPem, token: loopback.token, user: LOOPBACK_USER, name: 'reverser-sandbox-loopback' })
+    const sandboxKubeconfig = loopback && loopbackServing
+      ? kubeconfigYAML({ server: url, caPem: loopbackServing.caPem, tlsServerName: LOOPBACK_SERVER_NAME, token: loopback.token, user: LOOPBACK_USER, name: 'reverser-sandbox-loopback' })
       : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
     // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
