@@ -3,7 +3,7 @@
 // restart keeps working with kubeconfigs handed out earlier.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCA, issueCertificate, type KeyPair } from './pki.js';
+import { createCA, issueCertificate, selfSignedServerCertificate, type KeyPair } from './pki.js';
 
 export interface DevPKI {
   caFile: string;
@@ -54,12 +54,11 @@ export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAdd
 }
 
 /**
- * The loopback client's serving certificate, in memory only and new on every start: a throwaway CA
- * and a certificate for `servername` it signed (src/auth/loopback.ts).
+ * The loopback client's serving certificate (src/auth/loopback.ts): self-signed for `servername`,
+ * in memory only and new on every start; the client trusts exactly this certificate.
  */
-export function loopbackServingCertificate(servername = 'apiserver-loopback-client'): { caPem: string; serving: KeyPair } {
-  const ca = createCA(`${servername}-ca`, 365);
-  return { caPem: ca.certPem, serving: issueCertificate(ca, { commonName: servername, usage: 'server', dnsNames: [servername], ipAddresses: [] }) };
+export function loopbackServingCertificate(servername: string): KeyPair {
+  return selfSignedServerCertificate(servername, [servername]);
 }
 
 /**

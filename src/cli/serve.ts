@@ -95,9 +95,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   // over loopback with an in-memory token, whatever CA authenticates clients (src/auth/loopback.ts).
   const sandboxSource = opts.mode === 'serve' && opts.sandbox && !opts.kubeconfig && !process.env.KUBERNETES_SERVICE_HOST;
   const loopback = sandboxSource ? createLoopback() : undefined;
-  // Its own serving certificate (in memory, chosen by SNI), so the loopback client verifies this
-  // server whatever --tls-cert-file is, as kube-apiserver's loopback client does.
-  const loopbackServing = loopback ? loopbackServingCertificate() : undefined;
+  // With --tls-cert-file (whose issuer this process may not have), the loopback client gets its own
+  // self-signed serving certificate, in memory and chosen by SNI, as kube-apiserver's loopback
+  // client does; with the generated dev PKI it verifies the serving certificate against the dev CA.
+  const loopbackServing = loopback && generatedCAFile === undefined ? loopbackServingCertificate(LOOPBACK_SERVER_NAME) : undefined;
   const authz = await buildAuthorization(opts.authz, { logger: authLogger(log) });
   const store = await createStore({
     storage: opts.storage,
@@ -123,7 +124,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       keyPem,
       clientCAs: () => authn.tlsCAs(),
       onClientCAsChange: (l) => authn.onTLSCAsChange(l),
-      sni: loopbackServing && { servername: LOOPBACK_SERVER_NAME, certPem: loopbackServing.serving.certPem, keyPem: loopbackServing.serving.keyPem },
+      sni: loopbackServing && { servername: LOOPBACK_SERVER_NAME, certPem: loopbackServing.certPem, keyPem: loopbackServing.keyPem },
     },
     authenticator: loopback ? loopback.wrap(authn.authenticator) : authn.authenticator,
     authorizer: authz.authorizer,
@@ -192,8 +193,14 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');
     // With --sandbox (and no hosting cluster), the mirror's default source is this server's own sandbox.
-    const sandboxKubeconfig = loopback && loopbackServing
-      ? kubeconfigYAML({ server: url, caPem: loopbackServing.caPem, tlsServerName: LOOPBACK_SERVER_NAME, token: loopback.token, user: LOOPBACK_USER, name: 'reverser-sandbox-loopback' })
+    const sandboxKubeconfig = loopback
+      ? kubeconfigYAML({
+          server: url,
+          ...(loopbackServing ? { caPem: loopbackServing.certPem, tlsServerName: LOOPBACK_SERVER_NAME } : { caPem: rootCAPem }),
+          token: loopback.token,
+          user: LOOPBACK_USER,
+          name: 'reverser-sandbox-loopback',
+        })
       : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
     // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
