@@ -158,11 +158,7 @@ export class HttpRepository implements Repository {
       if (!tip && adv.refs.size > 0) {
         // A missing branch starts from the remote's default branch (HEAD's target, which only
         // the upload-pack advertisement names).
-        const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
-        const refs = info.refs ?? [];
-        const head = refs.find((r) => r.ref === 'HEAD');
-        const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
-        const t = target ? refs.find((r) => r.ref === target) : undefined;
+        const t = await this.remoteHead();
         if (t) {
           baseRef = t.ref;
           base = t.oid;
@@ -192,6 +188,24 @@ export class HttpRepository implements Repository {
         }
       }
       return { tip, base };
+    } catch (e) {
+      throw classifyError(e, this.display);
+    }
+  }
+
+  /** The remote's default branch: HEAD's target, which only the upload-pack advertisement names. */
+  private async remoteHead(): Promise<{ ref: string; oid: string } | undefined> {
+    const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
+    const refs = info.refs ?? [];
+    const head = refs.find((r) => r.ref === 'HEAD');
+    const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
+    return target ? refs.find((r) => r.ref === target) : undefined;
+  }
+
+  /** The remote's default branch name, when it has one. */
+  async defaultBranch(): Promise<string | undefined> {
+    try {
+      return (await this.remoteHead())?.ref.replace(/^refs\/heads\//, '');
     } catch (e) {
       throw classifyError(e, this.display);
     }
