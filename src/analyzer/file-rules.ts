@@ -14,10 +14,12 @@ export const MANIFEST_FILE = /\.ya?ml$/i;
  */
 const CONTEXT_FILE = /^(?:readme(?:\..*)?|license(?:\..*)?|licence(?:\..*)?|notice(?:\..*)?|changelog(?:\..*)?|owners(?:_aliases)?|codeowners|.*\.md|.*\.txt|\.gitignore|\.gitattributes|\.gitkeep|\.keep|\.gittargetignore|\.sops\.ya?ml|kustomization\.ya?ml|kustomization)$/i;
 
+/** A finding about one file, without `file` (the caller knows the path; analyses are cached by content). */
+export type FileFinding = Omit<Finding, 'file'>;
+
 export interface FileAnalysis {
   objects: ObjectIdentity[];
-  /** Findings without `file` (the caller knows the path). */
-  findings: Array<Omit<Finding, 'file'>>;
+  findings: FileFinding[];
 }
 
 function baseName(path: string): string {
@@ -35,9 +37,9 @@ export function needsReading(path: string): boolean {
 }
 
 /** The finding for a file that is neither a manifest nor a context file, or undefined. */
-export function nonYamlFinding(path: string): Omit<Finding, 'file'> | undefined {
+export function nonYamlFinding(path: string): FileFinding | undefined {
   if (MANIFEST_FILE.test(path) || isContextFile(path)) return undefined;
-  return { reason: 'NonYAMLContent', message: `${path} is not a YAML file; a GitTarget folder holds manifests (.yaml, .yml) and documentation only`, permanent: true };
+  return { reason: 'NonYAMLContent', message: 'not a YAML file: a GitTarget folder holds manifests (.yaml, .yml) and documentation only', permanent: true };
 }
 
 function identityOf(v: unknown): ObjectIdentity | undefined {
@@ -91,29 +93,31 @@ function templatedOutsideScalars(text: string, quoted: Array<[number, number]>):
 }
 
 /**
- * The rules for one manifest file. A file that does not parse holds no objects (the writer never
+ * The rules for one manifest file (`path` matters only for its name: Chart.yaml). A file that does not parse holds no objects (the writer never
  * edits it); its finding says whether it looks like a template or is simply broken.
  */
 export function analyzeManifest(path: string, text: string): FileAnalysis {
   const findings: FileAnalysis['findings'] = [];
   if (baseName(path) === 'Chart.yaml') {
-    findings.push({ reason: 'Templated', message: `${path} makes this folder a Helm chart: its manifests are rendered by helm, not objects`, permanent: true });
+    findings.push({ reason: 'Templated', message: 'makes its folder a Helm chart: its manifests are rendered by helm, not objects', permanent: true });
     return { objects: [], findings };
   }
-  const docs = parseAllDocuments(text, { prettyErrors: false });
+  const docs = parseAllDocuments(text, { prettyErrors: false, logLevel: 'error' });
   const list = Array.isArray(docs) ? docs : [];
   const broken = list.find((d) => d.errors.length > 0);
   if (broken) {
-    if (TEMPLATE.test(text)) findings.push({ reason: 'Templated', message: `${path} holds template expressions ({{ ... }}) and does not parse as YAML`, permanent: true });
-    else findings.push({ reason: 'InvalidYAML', message: `${path} does not parse as YAML: ${broken.errors[0].message.split('\n')[0]}`, permanent: true });
+    if (TEMPLATE.test(text)) findings.push({ reason: 'Templated', message: 'holds template expressions ({{ ... }}) and does not parse as YAML', permanent: true });
+    else findings.push({ reason: 'InvalidYAML', message: `does not parse as YAML: ${broken.errors[0].message.split('\n')[0]}`, permanent: true });
     return { objects: [], findings };
   }
   const objects: ObjectIdentity[] = [];
   const quoted: Array<[number, number]> = [];
   let aliases = false;
   const notObjects: number[] = [];
+  for (const d of list) aliases = aliasesIn(d, quoted) || aliases;
+  const templated = templatedOutsideScalars(text, quoted);
   list.forEach((d, i) => {
-    aliases = aliasesIn(d, quoted) || aliases;
+    if (templated) return; // a template holds no objects the writer could edit
     if (d.contents === null || (isScalar(d.contents) && d.contents.value === null)) return; // an empty document
     let js: unknown;
     try {
@@ -125,23 +129,22 @@ export function analyzeManifest(path: string, text: string): FileAnalysis {
     if (id) objects.push(id);
     else notObjects.push(i);
   });
-  const templated = templatedOutsideScalars(text, quoted);
   // A template's documents are not judged as objects: the template is the finding.
   if (!templated) {
     for (const i of notObjects) {
-      const where = list.length > 1 ? ` (document ${i + 1})` : '';
-      findings.push({ reason: 'NotAnObject', message: `${path}${where} is not a Kubernetes object: it needs apiVersion, kind and metadata.name`, permanent: true });
+      const which = list.length > 1 ? `document ${i + 1} is` : 'is';
+      findings.push({ reason: 'NotAnObject', message: `${which} not a Kubernetes object: it needs apiVersion, kind and metadata.name`, permanent: true });
     }
   }
-  if (templated) findings.push({ reason: 'Templated', message: `${path} holds template expressions ({{ ... }}) outside quoted values: it is an input to a renderer, not an object`, permanent: true });
-  if (aliases) findings.push({ reason: 'AnchorsOrAliases', message: `${path} uses YAML anchors, aliases or merge keys (<<); rewriting it would expand them`, permanent: true });
+  if (templated) findings.push({ reason: 'Templated', message: 'holds template expressions ({{ ... }}) outside quoted values: an input to a renderer, not objects', permanent: true });
+  if (aliases) findings.push({ reason: 'AnchorsOrAliases', message: 'uses YAML anchors, aliases or merge keys (<<): rewriting it would expand them', permanent: true });
   const owners = new Set(objects.map((o) => `${o.namespace ?? ''}|${groupOf(o.apiVersion)}|${o.kind}`));
   if (owners.size > 1) {
     const list = [...owners].map((o) => {
       const [ns, group, kind] = o.split('|');
       return `${kind}${group ? '.' + group : ''} in ${ns ? `namespace ${ns}` : 'the cluster scope'}`;
     });
-    findings.push({ reason: 'MultiOwnerFile', message: `${path} mixes objects of several owners (${list.join(', ')}); keep one kind and namespace per file`, permanent: true });
+    findings.push({ reason: 'MultiOwnerFile', message: `mixes objects of several owners (${list.join(', ')}): keep one kind and namespace per file`, permanent: true });
   }
   return { objects, findings };
 }

@@ -36,21 +36,56 @@ export function identityKey(id: ObjectIdentity): string {
 const NAMESPACE_SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /**
- * The namespace a file's place in the layout implies (`{folder}/{namespace or _cluster}/{group?}/
- * {resource}/{name}.yaml`, src/git/paths.ts), or undefined when the file is not at a layout
- * position. '' means the cluster scope.
+ * The namespace a file's place implies for object `o`, when the file sits exactly where the
+ * writer would put `o` but for the namespace segment (`{folder}/{namespace}/{group?}/{resource}/
+ * {name}.yaml`, src/git/paths.ts), or in `_cluster`; undefined otherwise. '' is the cluster scope.
  */
-function layoutNamespace(file: string, folder: string): string | undefined {
+function layoutNamespace(file: string, folder: string, o: ObjectIdentity): string | undefined {
   const f = normalizeFolder(folder);
   const rel = (f ? file.slice(f.length + 1) : file).split('/');
   if (rel[0] === '_cluster') return '';
-  const canonical = rel.length === 3 || (rel.length === 4 && rel[1].includes('.'));
-  return canonical && NAMESPACE_SEGMENT.test(rel[0]) ? rel[0] : undefined;
+  if (!/\.ya?ml$/.test(rel[rel.length - 1]) || rel[rel.length - 1].replace(/\.ya?ml$/, '') !== o.name) return undefined;
+  const slash = o.apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : o.apiVersion.slice(0, slash);
+  const placed = group === '' ? rel.length === 3 : rel.length === 4 && rel[1] === group;
+  return placed && NAMESPACE_SEGMENT.test(rel[0]) ? rel[0] : undefined;
 }
 
 export interface AnalyzedFile {
   path: string;
   analysis: FileAnalysis;
+}
+
+/** A file's own findings plus what its place in the layout says about the namespaces it holds. */
+export function fileFindings(path: string, folder: string, analysis: FileAnalysis): Finding[] {
+  const out: Finding[] = analysis.findings.map((f) => ({ ...f, file: path }));
+  for (const o of analysis.objects) {
+    const implied = layoutNamespace(path, folder, o);
+    if (implied === undefined || o.namespace === undefined || o.namespace === implied) continue;
+    const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
+    out.push({ reason: 'NamespaceMismatch', message: `is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
+  }
+  return out;
+}
+
+/** The finding for `path` holding an object `first` already holds (the first in path order keeps it). */
+export function duplicateFinding(path: string, o: ObjectIdentity, first: string): Finding {
+  const what = `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`;
+  const where = first === path ? 'twice in this file' : `also in ${first}`;
+  return { reason: 'DuplicateIdentity', message: `holds ${what}, ${where}: one object, one file`, file: path, permanent: true };
+}
+
+/** Identity keys a file holds more than once. */
+export function withinFileDuplicates(keys: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const k of keys) (seen.has(k) ? twice : seen).add(k);
+  return [...twice];
+}
+
+/** The finding for a folder that overlaps another GitTarget's claim. */
+export function pathConflictFinding(folder: string, claim: FolderClaim): Finding {
+  return { reason: 'PathConflict', message: `folder ${displayFolder(folder)} overlaps folder ${displayFolder(claim.path)} of ${claim.description} on the same repository and branch`, permanent: false };
 }
 
 /**
@@ -62,28 +97,17 @@ export function judgeFolder(folder: string, files: readonly AnalyzedFile[], othe
   const findings: Finding[] = [...others];
   const firstHolder = new Map<string, string>();
   for (const { path, analysis } of files) {
-    for (const f of analysis.findings) findings.push({ ...f, file: path });
-    const implied = layoutNamespace(path, folder);
-    for (const o of analysis.objects) {
-      const key = identityKey(o);
+    findings.push(...fileFindings(path, folder, analysis));
+    const keys = analysis.objects.map(identityKey);
+    for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
+    for (const [i, key] of keys.entries()) {
+      if (keys.indexOf(key) !== i) continue;
       const holder = firstHolder.get(key);
       if (holder === undefined) firstHolder.set(key, path);
-      else {
-        const what = `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`;
-        const where = holder === path ? 'twice in the same file' : `also in ${holder}`;
-        findings.push({ reason: 'DuplicateIdentity', message: `${path} holds ${what}, ${where}: one object, one file`, file: path, permanent: true });
-      }
-      if (implied !== undefined && o.namespace !== undefined && o.namespace !== implied) {
-        const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
-        findings.push({ reason: 'NamespaceMismatch', message: `${path} is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
-      }
+      else findings.push(duplicateFinding(path, analysis.objects[i], holder));
     }
   }
-  for (const c of claims) {
-    if (foldersOverlap(folder, c.path)) {
-      findings.push({ reason: 'PathConflict', message: `folder ${displayFolder(folder)} overlaps folder ${displayFolder(c.path)} of ${c.description} on the same repository and branch`, permanent: false });
-    }
-  }
+  for (const c of claims) if (foldersOverlap(folder, c.path)) findings.push(pathConflictFinding(folder, c));
   return { path: displayFolder(folder), acceptable: findings.length === 0, findings: sortFindings(findings) };
 }
 

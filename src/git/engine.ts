@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { HttpClient } from 'isomorphic-git';
 import type { KubeObject } from '../model/object.js';
 import { GitEngineError, classifyError } from './errors.js';
-import { FolderIndex } from './folder-index.js';
+import { FolderIndex, identityOfKey } from './folder-index.js';
 import { IdentityCache } from './identity-cache.js';
 import { createHash } from 'node:crypto';
 import { createHttpClient } from './http-client.js';
@@ -20,6 +20,7 @@ import { openRepository, type Repository } from './repository.js';
 import { parseRepositoryURL, validateRepositoryURL, type GitCredentials } from './repository-url.js';
 import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
+import type { Finding } from '../analyzer/types.js';
 
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from './committer.js';
 import { validateBranchName } from '../model/branch-name.js';
@@ -149,7 +150,7 @@ export class GitEngine {
         const folder = normalizeTargetPath(input.folder);
         const index = this.folderIndex(repo, folder);
         await index.update(await treeAt(repo.store, base ? await repo.store.commitTree(base) : undefined, folder));
-        return index.allKeys().map(refOfKey);
+        return index.allKeys().map(identityOfKey);
       } catch (e) {
         throw classifyError(e, repo.display);
       }
@@ -257,7 +258,7 @@ export class GitEngine {
       let cache = this.identityCaches.get(repo.key);
       if (!cache) {
         const name = createHash('sha256').update(repo.key).digest('hex').slice(0, 24);
-        this.identityCaches.set(repo.key, (cache = new IdentityCache(join(this.opts.dataDir, 'cache', 'identities', `${name}.log`))));
+        this.identityCaches.set(repo.key, (cache = new IdentityCache(join(this.opts.dataDir, 'cache', 'analyses', `${name}.log`))));
       }
       this.indexes.set(key, (idx = new FolderIndex(repo.store, cache, folder)));
     }
@@ -271,6 +272,9 @@ export class GitEngine {
     const baseTree = base ? await store.commitTree(base) : undefined;
     const index = this.folderIndex(repo, folder);
     await index.update(await treeAt(store, baseTree, folder));
+    // The acceptance gate (src/analyzer/): a folder the writer could not own faithfully gets no byte.
+    const refused = index.refusal();
+    if (refused.length) throw new GitEngineError('FolderRefused', refusalMessage(folder, refused));
 
     const perFile = new Map<string, FileEdit>();
     const editOf = (path: string): FileEdit => {
@@ -319,10 +323,13 @@ export class GitEngine {
   }
 }
 
-/** `group|kind|namespace|name` (identityKey) back to a reference; see listFolder for the apiVersion. */
-function refOfKey(key: string): ObjectRef {
-  const [group, kind, namespace, ...name] = key.split('|');
-  return { apiVersion: group ? `${group}/` : '', kind, ...(namespace ? { namespace } : {}), name: name.join('|') };
+const REFUSAL_FINDINGS_SHOWN = 5;
+
+/** "folder x fails the acceptance gate: Reason file: message; ..." (the first few findings, then a count). */
+export function refusalMessage(folder: string, findings: readonly Finding[]): string {
+  const shown = findings.slice(0, REFUSAL_FINDINGS_SHOWN).map((f) => `${f.reason}${f.file ? ` ${f.file}` : ''}: ${f.message}`);
+  const more = findings.length > REFUSAL_FINDINGS_SHOWN ? `; and ${findings.length - REFUSAL_FINDINGS_SHOWN} more (reverser-apiserver analyze lists them all)` : '';
+  return `folder ${folder || '.'} fails the acceptance gate, nothing was committed: ${shown.join('; ')}${more}`;
 }
 
 async function blobAt(store: ObjectStore, root: string | undefined, path: string): Promise<string | undefined> {

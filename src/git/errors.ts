@@ -7,7 +7,8 @@ export type GitErrorReason =
   | 'Conflict' // the branch kept moving (or another writer kept the lease) until the budget ran out
   | 'LeaseLost' // this process lost the (repository, branch) lease; it stopped writing
   | 'Rejected' // the server refused the push for another reason (a hook, a protected branch)
-  | 'Invalid'; // bad input: URL, branch, folder or object
+  | 'Invalid' // bad input: URL, branch, folder or object
+  | 'FolderRefused'; // the folder fails the acceptance gate (src/analyzer): nothing is committed into it
 
 export class GitEngineError extends Error {
   constructor(

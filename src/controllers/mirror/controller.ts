@@ -15,6 +15,7 @@ import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { SystemClient } from '../client.js';
+import { PathClaims } from './path-claims.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -89,6 +90,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const client = deps.client ?? SystemClient.forStore(store);
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
+  const claims = new PathClaims();
   const pendingStatus = new Map<string, NodeJS.Timeout>();
   const ownInformer = !deps.gitTargets;
   const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
@@ -137,6 +139,20 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (!Array.isArray(spec?.resources) || spec.resources.length === 0) {
       // Nothing selected, nothing to mirror: the mirror neither connects nor writes status for it.
       await teardown(key);
+      return;
+    }
+    const conflict = claims.conflictFor(key);
+    if (conflict) {
+      // One folder, one GitTarget: the losing claim neither mirrors nor commits (path-claims.ts).
+      await teardown(key);
+      const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'False', reason: 'PathConflict', message: conflict.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored while another GitTarget owns the folder' },
+        streams: { ready: 0, total: 0 },
+      });
       return;
     }
     const ready = getCondition(obj, 'Ready');
@@ -212,8 +228,16 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
   informer.on({
-    upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
-    delete: (o) => queue.add(keyOf(o, clusterOf(o))),
+    upsert: (o) => {
+      const key = keyOf(o, clusterOf(o));
+      for (const k of claims.upsert(o)) queue.add(k);
+      queue.add(key);
+    },
+    delete: (o) => {
+      const key = keyOf(o, clusterOf(o));
+      for (const k of claims.remove(key)) queue.add(k);
+      queue.add(key);
+    },
   });
   keeper.onLost((lease) => {
     for (const [key, r] of running) {
@@ -224,7 +248,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     }
   });
   if (ownInformer) await informer.start();
-  else for (const o of informer.list()) queue.add(keyOf(o, clusterOf(o)));
+  else
+    for (const o of informer.list()) {
+      claims.upsert(o);
+      queue.add(keyOf(o, clusterOf(o)));
+    }
 
   return {
     async stop() {
