@@ -20,7 +20,7 @@ import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
-import { sendStatus } from './respond.js';
+import { send, sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
@@ -307,6 +307,13 @@ async function serveResource(
   user: UserInfo,
 ): Promise<void> {
   const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
+  if (!registry && isCRDList(info, req.method) && ctx.cfg.namespaceLifecycle) {
+    // The sandbox is a cluster without CustomResourceDefinitions, and says so: kubectl asks before
+    // validating a kind whose OpenAPI has no PATCH operation (a create-only RepositoryScan), and
+    // would otherwise refuse `kubectl create -f` with "failed to check CRD".
+    send(reply, 200, { kind: 'CustomResourceDefinitionList', apiVersion: 'apiextensions.k8s.io/v1', metadata: { resourceVersion: '0' }, items: [] });
+    return;
+  }
   if (!registry) throw status.pathNotFound();
   const def = registry.def;
   if (info.subresource && (info.subresource !== 'status' || !def.statusSubresource)) throw status.pathNotFound();
@@ -315,6 +322,8 @@ async function serveResource(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
+  // A create-only review (RepositoryScan): every other verb is refused as kube refuses it for TokenReview.
+  if (def.verbs && !(method === 'POST' && !info.name && !info.subresource && !info.legacyWatch && def.verbs.includes('create'))) throw status.methodNotAllowed();
   const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
   if (info.legacyWatch) {
     // The status subresource has no watch (kube's CRD handler answers this 405).
@@ -341,6 +350,10 @@ async function serveResource(
     default:
       throw status.methodNotAllowed();
   }
+}
+
+function isCRDList(info: RequestInfo, method: string): boolean {
+  return info.apiGroup === 'apiextensions.k8s.io' && info.apiVersion === 'v1' && info.resource === 'customresourcedefinitions' && !info.name && !info.namespace && method === 'GET' && !info.subresource;
 }
 
 export type { Ctx as ServerContext };

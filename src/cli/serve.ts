@@ -7,6 +7,9 @@ import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
+import { repositoryScanStrategy } from '../registry/repositoryscan-strategy.js';
+import { runRepositoryScan } from './repositoryscan.js';
+import { secretCredentials } from '../controllers/windows/credentials.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
 import { servedResources } from '../api/resources.js';
@@ -113,7 +116,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    strategies: {
+      commitrequests: commitRequestStrategy(authz.authorizer),
+      repositoryscans: repositoryScanStrategy(authz.authorizer, runRepositoryScan({ store, engine: git, credentials: secretCredentials(store) })),
+    },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,

@@ -2,6 +2,7 @@
 // commit with this author, committer and message, onto this repository and branch". Each attempt
 // re-reads the branch tip and re-applies the same changes onto it, so a foreign commit that lands
 // meanwhile ends up below ours, never rewritten or dropped; pushes are compare-and-swap, never forced.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -20,7 +21,9 @@ import { openRepository, type Repository } from './repository.js';
 import { parseRepositoryURL, validateRepositoryURL, type GitCredentials } from './repository-url.js';
 import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
-import type { Finding } from '../analyzer/types.js';
+import type { Finding, FolderClaim, ScanReport } from '../analyzer/types.js';
+import { scanTree } from '../analyzer/scan.js';
+import { scanBranch } from './scan-source.js';
 
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from './committer.js';
 import { validateBranchName } from '../model/branch-name.js';
@@ -78,6 +81,17 @@ export interface FolderInput {
   repository: { url: string; credentials?: GitCredentials };
   branch: string;
   folder: string;
+}
+
+/** A RepositoryScan's question: the acceptance gate over a branch of a repository. */
+export interface ScanInput {
+  repository: { url: string; credentials?: GitCredentials };
+  /** Default: the repository's default branch. */
+  branch?: string;
+  /** '' or '.' is the root. */
+  path: string;
+  scope: 'folder' | 'repository';
+  claims?: FolderClaim[];
 }
 
 export type CommitResult =
@@ -151,6 +165,28 @@ export class GitEngine {
         const index = this.folderIndex(repo, folder);
         await index.update(await treeAt(repo.store, base ? await repo.store.commitTree(base) : undefined, folder));
         return index.allKeys().map(identityOfKey);
+      } catch (e) {
+        throw classifyError(e, repo.display);
+      }
+    });
+  }
+
+  /**
+   * The acceptance gate's verdict on a branch of a repository, read through the same cached clone
+   * and rules as commits (a served RepositoryScan). A local: repository that does not exist is an
+   * empty one: scanning never creates it.
+   */
+  async scan(input: ScanInput): Promise<ScanReport> {
+    const bad = validateRepositoryURL(input.repository.url) ?? (input.branch !== undefined ? validateBranchName(input.branch) : undefined) ?? validateTargetPath(input.path);
+    if (bad) throw new GitEngineError('Invalid', bad);
+    const opts = { path: normalizeTargetPath(input.path), scope: input.scope, claims: input.claims, repository: input.repository.url };
+    const loc = parseRepositoryURL(input.repository.url, this.opts.dataDir);
+    if (loc.kind === 'local' && !existsSync(join(loc.gitdir!, 'HEAD'))) return scanTree({ files: async () => [], read: async () => Buffer.alloc(0) }, { ...opts, branch: input.branch, branchExists: false });
+    const repo = this.repository(input.repository.url, input.repository.credentials);
+    return this.serialized(repo.key, async () => {
+      try {
+        const branch = input.branch ?? (await repo.defaultBranch()) ?? 'main';
+        return await scanBranch(repo, branch, opts);
       } catch (e) {
         throw classifyError(e, repo.display);
       }

@@ -25,6 +25,8 @@ export interface Repository {
   readonly display: string;
   readonly store: ObjectStore;
   sync(branch: string): Promise<BranchState>;
+  /** The default branch's name (HEAD's target), when the repository has one. */
+  defaultBranch(): Promise<string | undefined>;
   /** Moves `branch` from `expected` to `commit`; `fence` runs last, just before the update is sent. */
   push(branch: string, expected: string | undefined, commit: string, objects: readonly PendingObject[], fence: () => Promise<void>): Promise<void>;
 }
@@ -65,6 +67,15 @@ export class LocalRepository implements Repository {
     if (!this.createIfMissing) throw new GitEngineError('NotFound', `repository ${this.display} not found (no bare repository at that path)`);
     await mkdir(this.gitdir, { recursive: true });
     await git.init({ fs, gitdir: this.gitdir, bare: true, defaultBranch: 'main' });
+  }
+
+  async defaultBranch(): Promise<string | undefined> {
+    try {
+      const head = await git.resolveRef({ fs, gitdir: this.gitdir, ref: 'HEAD', depth: 2 });
+      return head.startsWith('refs/heads/') ? head.slice('refs/heads/'.length) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async sync(branch: string): Promise<BranchState> {

@@ -8,6 +8,7 @@
 import type { KubeObject } from '../../storage/types.js';
 import { foldersOverlap, pathConflictFinding } from '../../analyzer/folder-rules.js';
 import { clusterOf, keyOf } from '../runtime/index.js';
+import { repositoryIdentity } from '../../model/destination.js';
 
 interface Claim {
   key: string;
@@ -18,22 +19,6 @@ interface Claim {
   path: string;
   created: string;
   established: boolean;
-}
-
-/**
- * Which repository a GitTarget writes, as one string: `local:` repositories live inside their
- * logical cluster and namespace (src/git/repository-url.ts), remote URLs are one repository
- * whoever names them (host case and a trailing ".git" or "/" do not make another).
- */
-export function repositoryIdentity(cluster: string, namespace: string, url: string): string {
-  if (url.startsWith('local:')) return `local:${cluster}/${namespace}/${url.slice('local:'.length)}`;
-  if (url.startsWith('file://')) return url.replace(/\/+$/, '').replace(/\.git$/, '');
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, '').replace(/\.git$/, '')}`;
-  } catch {
-    return url;
-  }
 }
 
 function claimOf(o: KubeObject): { group: string; claim: Claim } | undefined {
