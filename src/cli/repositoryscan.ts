@@ -49,7 +49,7 @@ export function runRepositoryScan(deps: {
     try {
       const credentials = await deps.credentials(scan);
       const input: ScanInput = {
-        repository: { url: spec.repository.url, credentials },
+        repository: { url: spec.repository.url, credentials, tenant: { cluster: ctx.cluster, namespace } },
         branch: spec.branch,
         path: spec.path ?? '.',
         scope: (spec.scope ?? (spec.path !== undefined ? 'Folder' : 'Repository')) === 'Folder' ? 'folder' : 'repository',

@@ -1,4 +1,5 @@
 // Typed failures of a commit, shaped so a GitTarget or CommitRequest condition can say why.
+import { EGRESS_DENIED } from '../net/egress.js';
 
 export type GitErrorReason =
   | 'AuthFailed' // credentials refused (401/403): never retried
@@ -8,7 +9,9 @@ export type GitErrorReason =
   | 'LeaseLost' // this process lost the (repository, branch) lease; it stopped writing
   | 'Rejected' // the server refused the push for another reason (a hook, a protected branch)
   | 'Invalid' // bad input: URL, branch, folder or object
-  | 'FolderRefused'; // the folder fails the acceptance gate (src/analyzer): nothing is committed into it
+  | 'FolderRefused' // the folder fails the acceptance gate (src/analyzer): nothing is committed into it
+  | 'EgressDenied' // the remote's address is refused by the egress policy (src/net/egress.ts)
+  | 'InsecureCredentials'; // credentials would go over plain http:// (--allow-insecure-credentials not set)
 
 export class GitEngineError extends Error {
   constructor(
@@ -35,6 +38,9 @@ export function classifyError(err: unknown, where: string): GitEngineError {
   if (err instanceof GitEngineError) return err;
   const e = (err ?? {}) as ErrorLike;
   const msg = e.message ?? String(err);
+  if (e.code === EGRESS_DENIED || (e.cause as ErrorLike | undefined)?.code === EGRESS_DENIED) {
+    return new GitEngineError('EgressDenied', `${where}: ${e.code === EGRESS_DENIED ? msg : (e.cause as ErrorLike).message}`);
+  }
   if (e.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
     if (status === 401 || status === 403) return new GitEngineError('AuthFailed', `authentication to ${where} failed (HTTP ${status}); check the credentials Secret`);

@@ -117,7 +117,7 @@ after(async () => {
 });
 
 test('a GitTarget on a refused folder: RepositoryReady=False/FolderRefused with the analyzer\'s reasons; nothing committed', { timeout: 90_000 }, async () => {
-  const repo = join(server.dataDir, 'git', 'gated.git');
+  const repo = join(server.dataDir, 'git', 'default', 'gated.git');
   await seed(repo);
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('gated', 'gated', 'dup'));
   await ok(server.kubectl, ['wait', '--for=jsonpath={.status.conditions[?(@.type=="RepositoryReady")].reason}=FolderRefused', 'gittarget/gated', '--timeout=60s']);
@@ -132,7 +132,7 @@ test('a GitTarget on a refused folder: RepositoryReady=False/FolderRefused with 
 });
 
 test('one folder, one GitTarget: the later claim on a nested folder is refused (PathConflict) until the first is deleted', { timeout: 120_000 }, async () => {
-  const repo = join(server.dataDir, 'git', 'shared.git');
+  const repo = join(server.dataDir, 'git', 'default', 'shared.git');
   await seed(repo);
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('outer', 'shared', 'tenants'));
   await ok(server.kubectl, ['wait', '--for=condition=Ready', 'gittarget/outer', '--timeout=60s']);
