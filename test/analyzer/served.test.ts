@@ -83,7 +83,8 @@ before(async () => {
   const clientCA = makeCA('scan-client-ca');
   writeFileSync(join(dir, 'client-ca.crt'), clientCA.certPem);
   writeFileSync(join(dir, 'policy.yaml'), POLICY);
-  const srv = await startServer(ctx, serverCA, ['--sandbox', '--client-ca-file', join(dir, 'client-ca.crt'), '--authorization-mode=RBAC', '--authorization-policy-file', join(dir, 'policy.yaml')]);
+  // The test's git http-backend is plain http on loopback: credentials over http need the development opt-in.
+  const srv = await startServer(ctx, serverCA, ['--allow-insecure-credentials=true', '--sandbox', '--client-ca-file', join(dir, 'client-ca.crt'), '--authorization-mode=RBAC', '--authorization-policy-file', join(dir, 'policy.yaml')]);
   admin = kubectlFor(dir, 'admin', srv.url, serverCA.certPem, issueClientCert(clientCA, 'e2e-admin'));
   alice = kubectlFor(dir, 'alice', srv.url, serverCA.certPem, issueClientCert(clientCA, 'alice'));
   dave = kubectlFor(dir, 'dave', srv.url, serverCA.certPem, issueClientCert(clientCA, 'dave'));
