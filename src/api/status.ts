@@ -200,6 +200,15 @@ export function serviceUnavailable(message: string, retryAfterSeconds = 1): Stat
   return e;
 }
 
+/**
+ * 503 for something this server depends on for one request (a tenant's Git remote), without
+ * Retry-After: client-go retries a Retry-After 503 up to ten times, which would hold a kubectl for
+ * minutes on a remote that is simply down. The server itself is fine.
+ */
+export function dependencyUnavailable(message: string): StatusError {
+  return failure(503, 'ServiceUnavailable', message, {});
+}
+
 export function timeout(message: string): StatusError {
   return failure(504, 'Timeout', message, {});
 }

@@ -16,6 +16,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`v${ownVersion()} (Kubernetes API ${KUBERNETES_API_LEVEL}; /version gitVersion ${versionInfo().gitVersion})\n`);
     return 0;
   }
+  if (cmd === 'analyze') {
+    const { runAnalyze } = await import('./analyze.js');
+    return runAnalyze(rest);
+  }
   if (cmd === 'kubeconfig') {
     const { runKubeconfig } = await import('./kubeconfig.js');
     try {

@@ -153,6 +153,7 @@ export function helpText(): string {
     '  reverser-apiserver serve [flags]   run the API server',
     '  reverser-apiserver sandbox [flags] run only the sandbox (a small Kubernetes core) and write <data-dir>/sandbox.kubeconfig;',
     '                                     same flags as serve (--authorization-mode defaults to AlwaysAllow)',
+    '  reverser-apiserver analyze <repo>  may these folders become GitTargets, and if not, why (analyze --help)',
     '  reverser-apiserver kubeconfig --user NAME [--group G]... [-o FILE]',
     '                                     write a kubeconfig for a user, signed by the dev CA (kubeconfig --help)',
     '  reverser-apiserver version         print the version',

@@ -7,6 +7,9 @@ import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
+import { repositoryScanStrategy } from '../registry/repositoryscan-strategy.js';
+import { runRepositoryScan } from './repositoryscan.js';
+import { secretCredentials } from '../controllers/windows/credentials.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
 import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
 import { withGitTargetQuotas } from '../registry/quota.js';
@@ -118,6 +121,8 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
         egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
       }),
     ));
+  // Declared before the server is built: the RepositoryScan strategy reads the controllers' credentials once they run.
+  let controllers: RunningControllers | undefined;
   const metrics = createServerMetrics();
   const auditMetrics = createAuditMetrics(metrics.registry);
   const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
@@ -139,7 +144,15 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer), gittargets: withGitTargetQuotas(gitTargetStrategy(authz.authorizer), store, opts.quotas) },
+    strategies: {
+      commitrequests: commitRequestStrategy(authz.authorizer),
+      gittargets: withGitTargetQuotas(gitTargetStrategy(authz.authorizer), store, opts.quotas),
+      repositoryscans: repositoryScanStrategy(
+        authz.authorizer,
+        // The controllers' own reader once they run (hosting cluster, kcp workspace); the store's before.
+        runRepositoryScan({ store, engine: git, credentials: (o) => (controllers?.credentials ?? secretCredentials(store))(o) }),
+      ),
+    },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
@@ -193,7 +206,6 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     : undefined;
   // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
   // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
-  let controllers: RunningControllers | undefined;
   if (opts.mode === 'serve' && opts.controllers.size > 0) {
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');

@@ -10,6 +10,8 @@ import { createControllerMetrics } from './metrics.js';
 import { Informer, LeaseKeeper } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
+import type { KubeObject } from '../storage/types.js';
+import type { GitCredentials } from '../git/repository-url.js';
 import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import { SystemClient, type RequestMetrics } from './client.js';
@@ -67,6 +69,8 @@ export interface RunningControllers {
   sink: WindowSink | undefined;
   gitTargets: Informer;
   authority: AuthorityVerifier | undefined;
+  /** A GitTarget-shaped object's git credentials, from where this replica reads them (store, hosting cluster, kcp workspace). */
+  credentials: (obj: KubeObject) => Promise<GitCredentials | undefined>;
   stop(): Promise<void>;
 }
 
@@ -140,6 +144,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     sink,
     gitTargets,
     authority: verifier,
+    credentials,
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();

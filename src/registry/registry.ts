@@ -136,7 +136,8 @@ export class Registry {
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
     const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
     this.strategy.prepareForCreate(ctx, obj);
-    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
+    const review = this.strategy.review;
+    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate && !review);
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
       delete obj.metadata[k];
     }
@@ -160,6 +161,8 @@ export class Registry {
 
   private async admitAndCreate(ctx: RequestContext, namespace: string, obj: KubeObject, opts: WriteOptions, warnings: string[], hasName: boolean, appliedManaged?: unknown): Promise<WriteResult> {
     await this.strategy.admitCreate?.(ctx, obj, opts);
+    // A review is answered, never stored: no uid, no resourceVersion (as kube answers a TokenReview).
+    if (review) return { object: await review(ctx, obj, opts), warnings };
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();

@@ -33,6 +33,11 @@ export interface ResourceStrategy {
   /** Checks that need the caller or other objects (assert-author, namespace existence); after validation, also on dryRun. */
   admitCreate?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<void>;
   admitUpdate?(ctx: RequestContext, obj: KubeObject, old: KubeObject, subresource: string): Promise<void>;
+  /**
+   * A review (TokenReview-like) resource: after validation and admission, the answer to return in
+   * place of storing the object. Registry.create stores nothing when this is set.
+   */
+  review?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<KubeObject>;
   /** Effects on other objects once a create is stored (never on dryRun). */
   afterCreate?(ctx: RequestContext, obj: KubeObject): Promise<void>;
   /** Effects on other objects once the object is gone from the store (never on dryRun). */
