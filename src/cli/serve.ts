@@ -19,6 +19,7 @@ import { startRegistration, type RunningRegistration } from './registration.js';
 import { StoreFacts } from '../attribution/facts-store.js';
 import { createAuditMetrics } from '../attribution/metrics.js';
 import type { AttributionFacts } from '../attribution/types.js';
+import { startNamespaceAdmission } from './namespace-admission.js';
 
 export interface Running {
   server: BuiltServer;
@@ -103,6 +104,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     ));
   const metrics = createServerMetrics();
   let registration: RunningRegistration | undefined;
+  const namespaceAdmission = await startNamespaceAdmission(opts, log);
   const server = await buildServer({
     store,
     tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
@@ -115,6 +117,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
     strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
+    namespaceAdmission: namespaceAdmission?.admit,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
     healthChecks: opts.registration.enabled
@@ -217,6 +220,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       await controllers?.stop();
       registration?.stop();
       await server.close();
+      namespaceAdmission?.stop();
       if (engine) await (await engine).close();
       authn.close();
       authz.close();

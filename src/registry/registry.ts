@@ -21,10 +21,12 @@ export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from '.
 
 export interface RegistryOptions {
   /**
-   * Refuses a namespaced create when its namespace does not exist (the sandbox's namespace
-   * lifecycle); runs before validation, as kube-apiserver's NamespaceLifecycle admission does.
+   * Refuses a namespaced create when its namespace does not exist or is being terminated (the
+   * sandbox's namespaces, src/registry/namespaces.ts, or the hosting cluster's,
+   * src/admission/namespace-lifecycle.ts); runs before validation, as kube-apiserver's
+   * NamespaceLifecycle admission does. `name` is the object's name, else its generateName.
    */
-  requireNamespace?(ctx: RequestContext, namespace: string): Promise<void>;
+  requireNamespace?(ctx: RequestContext, namespace: string, target: { gr: status.GroupResource; name: string }): Promise<void>;
 }
 
 const MAX_GENERATE_ATTEMPTS = 8;
@@ -124,7 +126,9 @@ export class Registry {
     }
     if (this.def.namespaced) {
       obj.metadata.namespace = namespace;
-      await this.options.requireNamespace?.(ctx, namespace);
+      const m = obj.metadata;
+      const name = typeof m.name === 'string' && m.name ? m.name : typeof m.generateName === 'string' && m.generateName ? m.generateName : 'Unknown';
+      await this.options.requireNamespace?.(ctx, namespace, { gr: this.gr, name });
     } else delete obj.metadata.namespace;
     for (const f of this.strategy.statusFields) delete obj[f]; // written through the status subresource only
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';

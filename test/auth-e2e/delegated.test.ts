@@ -53,6 +53,7 @@ function sarsOf(user: string): RecordedCall[] {
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   clientCA = makeCA('hosting-client-ca');
   rh1 = makeCA('front-proxy-ca-1');

@@ -31,6 +31,7 @@ const sars = (user: string) => fake.sars().filter((c) => (c.body as { spec: SARS
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   // "kcp": alice and the shard are granted everything in ws-a (assert-author included), nothing elsewhere.
   fake.onSAR = (spec, path) => ({ allowed: path === `/clusters/ws-a${SAR_PATH}` && (spec.user === 'alice' || spec.user === 'kcp-shard') });

@@ -21,6 +21,7 @@ let ivan: KeyPair;
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   const clientCA = makeCA('hosting-client-ca');
   fake.setConfigMap({ 'client-ca-file': clientCA.certPem });
