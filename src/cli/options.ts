@@ -137,10 +137,10 @@ export function helpText(): string {
     '  reverser-apiserver version         print the version',
     '  reverser-apiserver --help          this text',
     '',
-    'Flags of serve:',
+    'Flags of serve (a boolean flag alone means true, as --flag=true):',
   ];
   for (const f of allServeFlags()) {
-    lines.push(`  --${f.name}${f.default !== undefined && f.default !== '' ? ` (default ${JSON.stringify(f.default)})` : ''}`);
+    lines.push(`  --${f.name}${BOOLEAN_FLAGS.has(f.name) ? '[=true|false]' : ''}${f.default !== undefined && f.default !== '' ? ` (default ${JSON.stringify(f.default)})` : ''}`);
     lines.push(`      ${f.description}`);
   }
   return `${lines.join('\n')}\n`;
@@ -152,8 +152,28 @@ function int(values: Record<string, string | undefined>, name: string, min: numb
   return Number(v);
 }
 
-/** Flags that may be given bare (`--sandbox`) to mean true, as Go's boolean flags. */
-const BOOLEAN_FLAGS = new Set(['sandbox']);
+/**
+ * Boolean flags: like kube's (pflag), `--flag` alone means true, and `--flag=<v>` takes what Go's
+ * strconv.ParseBool takes (1, t, T, TRUE, true, True; 0, f, F, FALSE, false, False).
+ */
+export const BOOLEAN_FLAGS: ReadonlySet<string> = new Set([
+  'sandbox', 'register-apiservice', 'authentication-skip-lookup', 'authentication-tolerate-lookup-failure', 'rbac-bootstrap-roles',
+]);
+const PARSE_BOOL: Record<string, string> = Object.fromEntries([
+  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((v) => [v, 'true']),
+  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((v) => [v, 'false']),
+]);
+
+/** `--flag` → `--flag=true`, `--flag=T` → `--flag=true` for BOOLEAN_FLAGS; other arguments as given. */
+function normalizeBooleanFlags(argv: string[]): string[] {
+  return argv.map((a) => {
+    const m = /^--([^=]+)(?:=(.*))?$/s.exec(a);
+    if (!m || !BOOLEAN_FLAGS.has(m[1]!)) return a;
+    if (m[2] === undefined) return `--${m[1]}=true`;
+    const v = PARSE_BOOL[m[2]];
+    return v ? `--${m[1]}=${v}` : a;
+  });
+}
 
 function bool(name: string, v: string): boolean {
   if (v === 'true') return true;
@@ -168,7 +188,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     const authz = flags.find((f) => f.name === 'authorization-mode');
     if (authz) authz.default = 'AlwaysAllow';
   }
-  argv = argv.map((a) => (BOOLEAN_FLAGS.has(a.replace(/^--/, '')) && a.startsWith('--') ? `${a}=true` : a));
+  argv = normalizeBooleanFlags(argv);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
