@@ -5,6 +5,7 @@
 import type { KubeObject } from '../model/object.js';
 import { authorOfIdentity, UNRESOLVED_AUTHOR, type AuthorIdentity } from './author.js';
 import { HOSTING_ROUTE, type AttributionFacts, type FactMatch, type FactQuery, type FactTier } from './types.js';
+import type { GitTargetSpec } from '../api/gittarget.js';
 
 /** The `tier` label values of reverser_attribution_joins_total: every fact tier, and `unresolved`. */
 export type JoinTier = FactTier | 'unresolved';
@@ -53,7 +54,7 @@ export interface AttributionConfig {
  * route when the audit listener is enabled and the GitTarget mirrors the default source.
  */
 export function effectiveRoute(gt: KubeObject | undefined, auditListener: boolean): string | undefined {
-  const spec = gt?.spec as { attribution?: { auditRoute?: string }; source?: unknown } | undefined;
+  const spec = gt?.spec as GitTargetSpec | undefined;
   if (!spec) return undefined;
   if (spec.attribution?.auditRoute) return spec.attribution.auditRoute;
   return auditListener && !spec.source ? HOSTING_ROUTE : undefined;

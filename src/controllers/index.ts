@@ -16,6 +16,7 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import type { GitTargetSpec } from '../api/gittarget.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -98,7 +99,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     const folderListing = async (key: TargetKey): Promise<ObjectRef[] | undefined> => {
       const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
       if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
-      const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
+      const spec = gt.spec as GitTargetSpec; // stored objects were validated against its schema
       return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
     };
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;

@@ -6,6 +6,7 @@ import { windowKeyOfUser } from '../../attribution/join.js';
 import type { Person } from '../../git/index.js';
 import type { KubeObject } from '../../storage/types.js';
 import type { AuthorKind } from '../windows/record.js';
+import type { CommitRequestSpec } from '../../api/commitrequest.js';
 
 export { derivedEmail } from '../../attribution/author.js';
 
@@ -27,7 +28,7 @@ function submitterOf(cr: KubeObject): { username?: string; extra?: Record<string
 }
 
 export function authorshipOf(cr: KubeObject): Authorship | undefined {
-  const spec = cr.spec as { author?: { name: string; email: string } } | undefined;
+  const spec = cr.spec as CommitRequestSpec | undefined;
   const sub = submitterOf(cr);
   const claims = sub?.username ? windowKeyOfUser(sub.username) : undefined;
   if (spec?.author) return { author: { name: spec.author.name, email: spec.author.email }, kind: 'asserted', reason: 'AssertedAuthor', claims };

@@ -8,6 +8,7 @@ import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
 import { clusterOf } from '../runtime/index.js';
 import { SourceError } from './client.js';
 import type { SourceConnector } from './connector.js';
+import type { GitTargetSpec } from '../../api/gittarget.js';
 
 export type GitCredentialsOf = (gitTarget: KubeObject) => Promise<GitCredentials | undefined>;
 
@@ -15,7 +16,7 @@ export function workspaceGitCredentials(connector: SourceConnector, fallback: Gi
   return async (gt) => {
     const cluster = clusterOf(gt);
     if (cluster === DEFAULT_CLUSTER || cluster === '*') return fallback(gt);
-    const name = (gt.spec as { repository?: { secretRef?: { name?: string } } } | undefined)?.repository?.secretRef?.name;
+    const name = (gt.spec as GitTargetSpec | undefined)?.repository?.secretRef?.name;
     if (!name) return undefined;
     const ns = gt.metadata.namespace ?? '';
     const where = `namespace "${ns}" of logical cluster "${cluster}"`;
