@@ -2,6 +2,7 @@
 // operators recognise them. Unknown or invalid flags fail with a message naming the flag.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
@@ -30,6 +31,11 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'tls-private-key-file', description: 'Private key of --tls-cert-file (PEM).' },
   { name: 'storage', description: 'Storage backend: embedded (in memory, persisted under --data-dir) or redis.', default: 'embedded' },
   { name: 'redis-url', description: 'Redis URL (redis:// or rediss://) for --storage=redis.', default: 'redis://127.0.0.1:6379' },
+  {
+    name: 'redis-password-file',
+    description:
+      'File holding the Redis password (e.g. a mounted Secret key; one trailing newline is ignored). Without it the environment variable REDIS_PASSWORD is used when set. Not both with a password in --redis-url.',
+  },
   { name: 'redis-key-prefix', description: 'Prefix of every Redis key: 1..128 characters of [A-Za-z0-9._:-], trailing ":" trimmed.', default: DEFAULT_KEY_PREFIX },
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
@@ -86,6 +92,8 @@ export interface ServeOptions {
   tlsKeyFile?: string;
   storage: 'embedded' | 'redis';
   redisUrl: string;
+  /** From --redis-password-file or REDIS_PASSWORD; never logged. */
+  redisPassword?: string;
   redisKeyPrefix: string;
   eventLogRetention: number;
   kubeconfig?: string;
@@ -181,6 +189,36 @@ function bool(name: string, v: string): boolean {
   throw new FlagError(`--${name}: must be true or false, got ${JSON.stringify(v)}`);
 }
 
+/**
+ * The Redis password from a file (--redis-password-file) or REDIS_PASSWORD, so it can come from a
+ * Secret instead of the Deployment's args. Errors name the flag or variable, never the content.
+ */
+function readRedisPassword(file: string | undefined, redisUrl: string): string | undefined {
+  let password: string | undefined;
+  let from: string;
+  if (file) {
+    from = '--redis-password-file';
+    try {
+      password = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (e) {
+      throw new FlagError(`--redis-password-file: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  } else {
+    from = 'REDIS_PASSWORD';
+    password = process.env.REDIS_PASSWORD || undefined;
+  }
+  if (password === undefined) return undefined;
+  if (password === '' || /[\r\n]/.test(password)) throw new FlagError(`${from}: the password must be one non-empty line`);
+  let inUrl = false;
+  try {
+    inUrl = new URL(redisUrl).password !== '';
+  } catch {
+    // --redis-url is checked on its own
+  }
+  if (inUrl) throw new FlagError(`${from}: --redis-url carries a password too; give it in one place only`);
+  return password;
+}
+
 export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): ServeOptions {
   const flags = allServeFlags();
   if (mode === 'sandbox') {
@@ -218,6 +256,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   }
   const redisUrl = values['redis-url']!;
   if (!/^rediss?:\/\//.test(redisUrl)) throw new FlagError(`--redis-url: must start with redis:// or rediss://, got ${JSON.stringify(redisUrl)}`);
+  const redisPassword = readRedisPassword(values['redis-password-file'], redisUrl);
   if (explicit('tls-cert-file') !== explicit('tls-private-key-file')) {
     throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   }
@@ -290,6 +329,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     tlsKeyFile: values['tls-private-key-file'],
     storage,
     redisUrl,
+    redisPassword,
     redisKeyPrefix,
     eventLogRetention,
     kubeconfig: values['kubeconfig'],

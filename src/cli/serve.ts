@@ -93,6 +93,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     storage: opts.storage,
     dataDir: join(opts.dataDir),
     redisUrl: opts.redisUrl,
+    redisOptions: opts.redisPassword ? { password: opts.redisPassword } : undefined,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
     warn: (m, f) => log.warn(m, f),
