@@ -1,6 +1,6 @@
 // The attack run (`npm run bench -- attack [--quick] [--only=cardinality,idle,patch,nesting]`):
 // starts the built server (embedded storage, dev PKI, AlwaysAllow) and runs the pre-authentication
-// and patch attacks of issue #8 against it, one after the other. For each it prints, before, during
+// and patch attacks of docs/security.md against it, one after the other. For each it prints, before, during
 // and after the attack: the number of metric series, the server's RSS and open file descriptors,
 // the event-loop delay (prom-client's monitorEventLoopDelay gauges, reset at every scrape) and the
 // latency of /healthz from a separate client. Each attack's raw samples are written to

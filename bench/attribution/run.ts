@@ -7,10 +7,10 @@
 // Four phases, each on a fresh GitTarget and server process, in the same run:
 //   off / direct   no audit listener: the baseline (mirror → window → idle → push)
 //   on / direct    attribution on: the join waits for the fact (up to one batch wait)
-//                  target: p50 ≤ batch-max-wait + idleSeconds + 1 s (issue #15)
+//                  target: p50 ≤ batch-max-wait + idleSeconds + 1 s (docs/benchmarks.md)
 //   off / delayed  the source watch slowed by DELAY (a relay in front of kube-apiserver), so the
 //   on / delayed   fact is in the store before the mirror sees the change: the added latency of
-//                  attribution then (on − off) should be nothing (issue #15: "no added latency for
+//                  attribution then (on − off) should be nothing (docs/benchmarks.md: "no added latency for
 //                  changes whose facts are already there").
 // Every commit's author is checked (alice with attribution, the committer without).
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -43,7 +43,6 @@ const DELAY_MS = flag('delay-ms', 2500);
 const PHASES = argv.includes('--phases') ? argv[argv.indexOf('--phases') + 1]!.split(',') : undefined;
 const COMMITTER = 'Reverser Bot <bot@reverser.test>';
 const ALICE = 'alice <alice@noreply.cluster.local>';
-const GV = '/apis/configbutler.ai/v1alpha1';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,4 +1,4 @@
-// Raw benchmark figures as JSON, one file per scenario run, under bench/results/ (issue #10 item 18).
+// Raw benchmark figures as JSON, one file per scenario run, under bench/results/.
 // docs/benchmarks.md's tables are generated from the newest file of each scenario by
 // `npm run bench:report` (scripts/bench-report.mjs), so a table always says which commit, machine
 // and load it came from, and a figure cannot be retyped by hand.

@@ -1,4 +1,4 @@
-// The join (issue #15 item 3, upstream digest §5.6): which audit fact names the author of a
+// The join (docs/attribution.md): which audit fact names the author of a
 // mirrored change. This file decides the keys and the outcome of one lookup; the waiting (the
 // durable staging list, the grace, the order) lives with the commit windows, which own the record
 // the staged changes are kept in (controllers/windows/staging.ts).

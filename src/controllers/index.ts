@@ -1,4 +1,4 @@
-// The controllers that run inside the server process (design §7), started by serve() after the
+// The controllers that run inside the server process (docs/architecture.md), started by serve() after the
 // API listens. Each reads our objects from the Store (informers), writes their status through the
 // registry as the system identity (client.ts), and commits through the git engine worker; `--controllers` picks which run (a replica may run API-only).
 import type { Registry as MetricsRegistry } from 'prom-client';

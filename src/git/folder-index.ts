@@ -1,5 +1,4 @@
-// Which file of a folder holds which object (match by content identity, never by path, digest
-// §3.2). Kept per folder and brought up to date by walking only the subtrees whose oid changed
+// Which file of a folder holds which object (match by content identity, never by path; docs/git-engine.md). Kept per folder and brought up to date by walking only the subtrees whose oid changed
 // since the last commit, so a foreign edit anywhere in the folder is seen without re-reading the
 // other 10,000 files.
 import { isTreeMode } from './objects.js';

@@ -75,7 +75,7 @@ export class Registry {
     return this.wrap('', () => this.store.watch(this.ref, { cluster, namespace: namespace || undefined, fromRV }, callbacks));
   }
 
-  /** Body checks every write shares (protocol §3.11 steps 1–4). */
+  /** Body checks every write shares (as kube-apiserver's create and update handlers check them). */
   private checkBody(body: unknown, namespace: string, urlName?: string): KubeObject {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw status.badRequest(`the object provided is unrecognized (must be a JSON object of kind ${this.def.kind})`);

@@ -1,4 +1,4 @@
-// Delegated authorization against kcp (issue #12 item 3): the hosting kubeconfig points at kcp (here
+// Delegated authorization against kcp: the hosting kubeconfig points at kcp (here
 // the hosting-cluster double), and each request's SubjectAccessReviews go to its own logical
 // cluster, `/clusters/<name>/apis/authorization.k8s.io/v1/subjectaccessreviews`, carrying the
 // forwarded caller's identity. A shard request without a forwarded caller never asks about

@@ -1,4 +1,4 @@
-// Item 7 of issue 8, Delegated mode: each impersonated attribute is one SubjectAccessReview with
+// Impersonation in Delegated mode: each impersonated attribute is one SubjectAccessReview with
 // verb impersonate, sent to the hosting cluster (or to the addressed kcp workspace) before the
 // request's own review, which is then the impersonated user's.
 import { before, after, test } from 'node:test';

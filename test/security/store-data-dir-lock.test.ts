@@ -1,4 +1,4 @@
-// Item 6 of issue 8: two servers on one --data-dir handed out the same resourceVersions and the
+// Two servers on one --data-dir handed out the same resourceVersions and the
 // second rewrote admin.kubeconfig. The directory is locked before anything is written into it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

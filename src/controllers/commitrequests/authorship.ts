@@ -1,4 +1,4 @@
-// Who authors a CommitRequest's commit (design §3, upstream digest §4.3): the asserted author
+// Who authors a CommitRequest's commit (docs/api.md#commitrequest, docs/attribution.md): the asserted author
 // (spec.author, authorized at create), else the submitter — named by the same rules as an audited
 // user (attribution/author.ts). The committer is always the server identity and is not decided here.
 import { authorOfIdentity } from '../../attribution/author.js';
