@@ -226,7 +226,7 @@ export function timeout(message: string): StatusError {
  * header, as kube-apiserver's NewTooLargeResourceVersionError (the client retries, then re-lists).
  */
 export function tooLargeResourceVersion(want: number | string, current: number | string): StatusError {
-  const e = failure(504, 'Timeout', `Too large resource version: ${want}, current: ${current}`, {
+  const e = failure(504, 'Timeout', `Timeout: Too large resource version: ${want}, current: ${current}`, {
     causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
     retryAfterSeconds: 1,
   });

@@ -303,7 +303,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(page.body.metadata.resourceVersion, atA);
     // Beyond the store: 504 Timeout, as for NotOlderThan.
     const future = await server.get(`${ns('exact')}?resourceVersion=${Number(patched.body.metadata.resourceVersion) + 1000}&resourceVersionMatch=Exact`);
-    assertStatus(future, 504, 'Timeout', /^Too large resource version: \d+, current: \d+$/);
+    assertStatus(future, 504, 'Timeout', /^Timeout: Too large resource version: \d+, current: \d+$/);
     // As kube-apiserver: retry after a second (header and details), with the ResourceVersionTooLarge cause.
     assert.equal(future.headers['retry-after'], '1');
     assert.deepEqual(future.body.details, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
