@@ -34,18 +34,22 @@ async function main(argv: string[]): Promise<number> {
   const [{ serve }, { createLogger }] = await Promise.all([import('./serve.js'), import('../metrics/logger.js')]);
   const log = createLogger(opts.logLevel);
   // Signals are caught from before start-up: Ctrl-C while the server starts (the default action
-  // would kill it holding the data-dir lock) stops it as soon as it has started. A second signal
-  // exits at once (the lock of a dead process is taken over by the next start, same host).
+  // would kill it holding the data-dir lock) stops it as soon as it has started. One Ctrl-C under
+  // `npm start` arrives twice (the terminal signals the process group, and npm forwards it to its
+  // child): a repeat within a second is the same one. A later second signal exits at once (the lock
+  // of a dead process is taken over by the next start, same host).
   let pending: string | undefined;
   let onSignal = (sig: string) => {
     pending = sig;
   };
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const handler = (sig: string) => () => {
-    if (++signals > 1) {
+    if (firstSignalAt !== undefined) {
+      if (Date.now() - firstSignalAt < 1000) return;
       log.warn('second signal: exiting without a clean stop', { signal: sig });
       process.exit(130);
     }
+    firstSignalAt = Date.now();
     onSignal(sig);
   };
   process.on('SIGTERM', handler('SIGTERM'));
