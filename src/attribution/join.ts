@@ -31,12 +31,14 @@ export interface Attribution {
   author: AuthorIdentity;
   kind: 'audit' | 'unresolved';
   tier: JoinTier;
+  /** RFC 3339 of the fact that named the change (absent when unresolved). */
+  factTime?: string;
 }
 
 export const UNRESOLVED: Attribution = { authorKey: UNRESOLVED_WINDOW_KEY, author: UNRESOLVED_AUTHOR, kind: 'unresolved', tier: 'unresolved' };
 
 export function attributionOf(m: FactMatch): Attribution {
-  return { authorKey: windowKeyOfUser(m.fact.user.username), author: authorOfIdentity(m.fact.user.username, m.fact.user.extra), kind: 'audit', tier: m.tier };
+  return { authorKey: windowKeyOfUser(m.fact.user.username), author: authorOfIdentity(m.fact.user.username, m.fact.user.extra), kind: 'audit', tier: m.tier, factTime: m.fact.time };
 }
 
 /** The join's view of the controllers' configuration: where facts are and whether anyone posts them. */

@@ -8,6 +8,7 @@ import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
+import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
 import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
@@ -101,7 +102,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
     (engine ??= import('../git/worker.js').then(
-      ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+      ({ GitWorker }) => new GitWorker({
+        dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store,
+        egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
+      }),
     ));
   const metrics = createServerMetrics();
   let registration: RunningRegistration | undefined;
@@ -116,7 +120,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    strategies: { commitrequests: commitRequestStrategy(authz.authorizer), gittargets: gitTargetStrategy(authz.authorizer) },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     namespaceAdmission: namespaceAdmission?.admit,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
@@ -184,7 +188,8 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
     controllers = await startControllers({
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
-      attribution, registries: server.registries, requestMetrics: metrics,
+      attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput,
+      authority: { authorizer: authz.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
     }, opts.controllers);
   }
   if (adminKubeconfig) {

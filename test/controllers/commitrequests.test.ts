@@ -127,7 +127,7 @@ test('a crash between push and recording the outcome: the retry finds the commit
   });
   await store.close();
   // ...and the commit already in the remote.
-  const pushed = await new GitEngine({ dataDir: tempDir(t, 'creq-idem-engine-'), committerName: COMMITTER.name, committerEmail: COMMITTER.email }).commit({
+  const pushed = await new GitEngine({ allowInsecureCredentials: true,  dataDir: tempDir(t, 'creq-idem-engine-'), committerName: COMMITTER.name, committerEmail: COMMITTER.email }).commit({
     repository: { url: remote.url('config'), credentials: { username: remote.username, password: remote.password } },
     branch: 'main',
     folder: 'clusters/dev',

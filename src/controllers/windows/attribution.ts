@@ -42,51 +42,32 @@ export async function drainTarget(records: WindowRecords, cfg: AttributionConfig
 }
 
 /**
- * The AuditAttribution condition of a GitTarget with an audit route, and when to look again.
- * True/FactsArriving when the route has facts; False/NoFactsReceived when edits were mirrored and
- * no fact arrived for the no-facts grace; Unknown before either is known.
+ * The AuditAttribution condition of a GitTarget with an audit route, and when to look again. It
+ * speaks only of facts that named this GitTarget's own changes — a route is shared (every tenant of
+ * the hosting cluster posts to "hosting"), and the count or timing of other tenants' facts is not
+ * this GitTarget's business. True/FactsArriving once facts named its changes; False/NoFactsReceived
+ * when a change of its own waited the no-facts grace without its fact; Unknown before either.
  */
-export async function auditCondition(
-  records: WindowRecords,
-  cfg: AttributionConfig,
-  target: TargetKey,
-  route: string,
-  rec: WindowRecord | undefined,
-  now: number,
-): Promise<{ condition: Condition; recheckAt?: number }> {
-  const stats = await cfg.facts.stats(route);
-  let awaiting = rec?.attribution?.awaitingFactsSince;
-  // A fact the route received since we last looked means facts arrive: the clock stops. (Compared
-  // by value, not by time: kube-apiserver's clock is not ours.)
-  if (rec && stats.lastFactTime && stats.lastFactTime !== rec.attribution?.lastFactSeen) {
-    const waitingChanges = (rec.staging ?? []).some((e) => e.change && !e.resolved);
-    await records.mutate(target, (r) => {
-      const a = (r.attribution ??= {});
-      if (a.lastFactSeen === stats.lastFactTime) return unchanged(undefined);
-      a.lastFactSeen = stats.lastFactTime;
-      if (waitingChanges) a.awaitingFactsSince = now;
-      else delete a.awaitingFactsSince;
-      return undefined;
-    });
-    awaiting = waitingChanges ? now : undefined;
-  }
+export function auditCondition(cfg: AttributionConfig, route: string, rec: WindowRecord | undefined, now: number): { condition: Condition; recheckAt?: number } {
+  const a = rec?.attribution;
+  const awaiting = a?.awaitingFactsSince;
   const grace = cfg.noFactsGraceMs ?? DEFAULT_NO_FACTS_GRACE_MS;
-  const last = stats.lastFactTime ? `the last at ${stats.lastFactTime}` : 'none received yet';
+  const last = a?.lastNamedFactTime ? `the last fact naming one at ${a.lastNamedFactTime}` : 'no fact has named one yet';
   if (awaiting !== undefined && now - awaiting >= grace) {
     return {
       condition: {
         type: AUDIT_ATTRIBUTION,
         status: 'False',
         reason: 'NoFactsReceived',
-        message: `edits were mirrored since ${iso(awaiting)} but no audit fact arrived on route "${route}" within ${Math.round(grace / 1000)}s (${last}); their commits are authored "unknown (attribution unresolved)": check kube-apiserver's audit webhook and policy`,
+        message: `edits were mirrored since ${iso(awaiting)} but no audit fact on route "${route}" named them within ${Math.round(grace / 1000)}s (${last}); their commits are authored "unknown (attribution unresolved)": check kube-apiserver's audit webhook and policy`,
       },
     };
   }
   const recheckAt = awaiting !== undefined ? awaiting + grace : undefined;
-  if (stats.count > 0) {
-    return { condition: { type: AUDIT_ATTRIBUTION, status: 'True', reason: 'FactsArriving', message: `${stats.count} audit facts on route "${route}" within their retention, ${last}` }, recheckAt };
+  if (a?.named) {
+    return { condition: { type: AUDIT_ATTRIBUTION, status: 'True', reason: 'FactsArriving', message: `audit facts on route "${route}" named ${a.named} of this GitTarget's changes, ${last}` }, recheckAt };
   }
-  return { condition: { type: AUDIT_ATTRIBUTION, status: 'Unknown', reason: 'NoFactsYet', message: `no audit fact received on route "${route}" yet` }, recheckAt };
+  return { condition: { type: AUDIT_ATTRIBUTION, status: 'Unknown', reason: 'NoFactsYet', message: `no audit fact on route "${route}" has named a change of this GitTarget yet` }, recheckAt };
 }
 
 type StatusEdit = (fn: (status: Record<string, unknown>, obj: KubeObject) => boolean) => Promise<void>;
@@ -120,7 +101,7 @@ export class AuditConditionWriter {
       return undefined;
     }
     const now = Date.now();
-    const { condition, recheckAt } = await auditCondition(this.records, this.cfg, target, route, await this.records.get(target), now);
+    const { condition, recheckAt } = auditCondition(this.cfg, route, await this.records.get(target), now);
     const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
     const last = this.writtenAt.get(key) ?? 0;
     if (transition || (now - last >= AUDIT_MESSAGE_REFRESH_MS && current?.message !== condition.message)) {

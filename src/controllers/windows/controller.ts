@@ -230,7 +230,8 @@ export class WindowsController {
     let result;
     try {
       result = await this.deps.engine.commit({
-        repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt) },
+        // The tenant partitions local: repositories (src/git/repository-url.ts localGitdir).
+        repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt), tenant: { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '' } },
         branch: spec.branch,
         folder: spec.path,
         changes: w.changes.map((c) => stripSource(c.change) as Change),
