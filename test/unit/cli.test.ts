@@ -97,6 +97,8 @@ test('every boolean flag takes the bare form, =true and =false, as kube\'s flags
     'authentication-skip-lookup': (o: any) => o.authn.hosting?.skipLookup ?? o.authn.skipLookup,
     'authentication-tolerate-lookup-failure': (o: any) => o.authn.hosting?.tolerateLookupFailure ?? o.authn.tolerateLookupFailure,
     'rbac-bootstrap-roles': (o: any) => o.authz.bootstrapRoles,
+    'allow-insecure-credentials': (o: any) => o.tenantInput.allowInsecureCredentials,
+    'allow-file-repositories': (o: any) => o.tenantInput.allowFileRepositories,
   } as Record<string, (o: unknown) => unknown>;
   assert.deepEqual(Object.keys(read).sort(), [...BOOLEAN_FLAGS].sort());
   for (const name of BOOLEAN_FLAGS) {
