@@ -154,6 +154,8 @@ export function helpText(): string {
     '  reverser-apiserver serve [flags]   run the API server',
     '  reverser-apiserver sandbox [flags] run only the sandbox (a small Kubernetes core) and write <data-dir>/sandbox.kubeconfig;',
     '                                     same flags as serve (--authorization-mode defaults to AlwaysAllow)',
+    '  reverser-apiserver kubeconfig --user NAME [--group G]... [-o FILE]',
+    '                                     write a kubeconfig for a user, signed by the dev CA (kubeconfig --help)',
     '  reverser-apiserver version         print the version',
     '  reverser-apiserver --help          this text',
     '',

@@ -157,7 +157,7 @@ test('a fact that arrives while its change waits names the author at once, long 
   await sink.add(key, [{ op: 'delete', ref: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'z' }, source: { uid: 'uid-z', resourceVersion: '31', resource: 'configmaps' } }]);
   await facts.put([fact({ user: 'carol', verb: 'delete', uid: 'uid-z', resourceVersion: '', name: 'z' })]);
   const log2 = await logOf(remote.authURL('config'), 2);
-  assert.deepEqual(log2[0], `carol <carol@noreply.cluster.local>|${BOT}|Delete ConfigMap team-a/z`);
+  assert.deepEqual(log2[0], `carol <carol@noreply.cluster.local>|${BOT}|Delete configmaps team-a/z`);
 });
 
 test("CommitRequests under attribution: bob's request does not close alice's window; alice's does, with her message; asserting her name does not claim it", { timeout: 60_000 }, async (t) => {

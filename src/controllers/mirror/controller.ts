@@ -11,7 +11,7 @@ import type { TargetKey, WindowSink } from '../windows/types.js';
 import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceError } from '../source/client.js';
-import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
+import { NOTHING_TO_MIRROR, TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { destinationRefusal } from '../../model/destination.js';
@@ -141,8 +141,19 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (cur && cur.uid !== uid) await teardown(key);
     const spec = obj.spec as any;
     if (!Array.isArray(spec?.resources) || spec.resources.length === 0) {
-      // Nothing selected, nothing to mirror: the mirror neither connects nor writes status for it.
+      // Nothing selected, nothing to mirror: the mirror never connects, and says so (Ready with
+      // reason NothingToMirror), so `kubectl wait` and a CommitRequest get an answer. The status is
+      // the same from every replica, so it is written without the lease.
       await teardown(key);
+      const none = { status: 'True' as const, reason: NOTHING_TO_MIRROR, message: 'spec.resources is empty: nothing is read from the source, mirrored or committed' };
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'True', reason: 'Valid', message: 'spec.resources selects nothing' },
+        sourceReachable: { status: 'True', reason: 'NotNeeded', message: 'nothing is read from the source' },
+        synced: none,
+        streams: { ready: 0, total: 0 },
+        suspended: spec?.suspend === true,
+      });
       return;
     }
     const ready = getCondition(obj, 'Ready');

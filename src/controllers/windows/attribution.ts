@@ -3,6 +3,7 @@
 // visible. Whichever replica holds the GitTarget's lease runs these; the facts and the record are
 // in the Store, so any replica reaches the same answer.
 import { attributionOf, DEFAULT_NO_FACTS_GRACE_MS, provisional, queryOf, UNRESOLVED, type Attribution, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { isSandboxRoute } from '../../attribution/sandbox.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { getCondition, setCondition, type Condition } from '../status.js';
@@ -73,7 +74,7 @@ export function auditCondition(cfg: AttributionConfig, route: string, rec: Windo
 type StatusEdit = (fn: (status: Record<string, unknown>, obj: KubeObject) => boolean) => Promise<void>;
 
 /**
- * Writes a GitTarget's AuditAttribution (absent without a route). A transition is written at
+ * Writes a GitTarget's AuditAttribution (absent without a route, and for the sandbox's route). A transition is written at
  * once; a True condition's message (count, last fact) at most every AUDIT_MESSAGE_REFRESH_MS, so
  * facts arriving do not rewrite the GitTarget each time.
  */
@@ -89,7 +90,8 @@ export class AuditConditionWriter {
   /** Returns when to evaluate again (ms since epoch), or undefined. */
   async write(key: string, gt: KubeObject, target: TargetKey, route: string | undefined, edit: StatusEdit): Promise<number | undefined> {
     const current = getCondition(gt, AUDIT_ATTRIBUTION);
-    if (!route || !this.cfg) {
+    // The sandbox's facts come from this server's own request path: there is no audit delivery to watch.
+    if (!route || !this.cfg || isSandboxRoute(route)) {
       if (current) {
         await edit((status) => {
           const conds = (status.conditions as Condition[] | undefined) ?? [];
