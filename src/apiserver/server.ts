@@ -9,7 +9,7 @@ import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
 import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type RuleResolver, type UserInfo } from '../auth/types.js';
-import { Registries } from '../registry/registries.js';
+import { Registries, type RegistriesOptions } from '../registry/registries.js';
 import type { ResourceStrategy } from '../registry/strategy.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
@@ -57,6 +57,8 @@ export interface ServerConfig {
   strategies?: Record<string, ResourceStrategy>;
   /** The sandbox's namespace lifecycle (namespaces must exist, kube-root-ca.crt); on when namespaces are served. */
   namespaceLifecycle?: { rootCAPem: string };
+  /** Without the sandbox: the hosting cluster's NamespaceLifecycle admission (src/admission/namespace-lifecycle.ts). */
+  namespaceAdmission?: RegistriesOptions['namespaceAdmission'];
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
@@ -98,7 +100,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     maxRequestBytes,
   };
   const resources = cfg.resources ?? RESOURCES;
-  const registries = new Registries(store, resources, { strategies: cfg.strategies, namespaceLifecycle: cfg.namespaceLifecycle });
+  const registries = new Registries(store, resources, { strategies: cfg.strategies, namespaceLifecycle: cfg.namespaceLifecycle, namespaceAdmission: cfg.namespaceAdmission });
   const discovery: DiscoveryDocs = buildDiscovery(resources, cfg.version);
   const openapi = buildOpenAPIDocuments(resources, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 

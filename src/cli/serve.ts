@@ -24,6 +24,7 @@ import { startRegistration, type RunningRegistration } from './registration.js';
 import { StoreFacts } from '../attribution/facts-store.js';
 import { createAuditMetrics } from '../attribution/metrics.js';
 import type { AttributionFacts } from '../attribution/types.js';
+import { startNamespaceAdmission } from './namespace-admission.js';
 import { sandboxFactRecorder } from '../attribution/sandbox.js';
 import { createLoopback, LOOPBACK_SERVER_NAME, LOOPBACK_USER } from '../auth/loopback.js';
 import { loopbackServingCertificate } from '../certs/dev-pki.js';
@@ -109,6 +110,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     storage: opts.storage,
     dataDir: join(opts.dataDir),
     redisUrl: opts.redisUrl,
+    redisOptions: opts.redisPassword ? { password: opts.redisPassword } : undefined,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
     warn: (m, f) => log.warn(m, f),
@@ -127,6 +129,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   const auditMetrics = createAuditMetrics(metrics.registry);
   const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
   let registration: RunningRegistration | undefined;
+  const namespaceAdmission = await startNamespaceAdmission(opts, log);
   const server = await buildServer({
     store,
     tls: {
@@ -154,6 +157,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       ),
     },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
+    namespaceAdmission: namespaceAdmission?.admit,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
     healthChecks: opts.registration.enabled
@@ -266,6 +270,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       await controllers?.stop();
       registration?.stop();
       await server.close();
+      namespaceAdmission?.stop();
       if (engine) await (await engine).close();
       authn.close();
       authz.close();

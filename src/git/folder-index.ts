@@ -1,5 +1,5 @@
-// Which file of a folder holds which object (match by content identity, never by path, digest
-// §3.2 in docs/git-engine.md), and what the acceptance gate says of the folder
+// Which file of a folder holds which object (match by content identity, never by path;
+// docs/git-engine.md), and what the acceptance gate says of the folder
 // (src/analyzer/folder-rules.ts). Kept per folder and brought up to date by walking only the
 // subtrees whose oid changed since the last commit, so a foreign edit anywhere in the folder is
 // seen without re-reading the other 10,000 files; the gate's verdict is kept incrementally too

@@ -22,10 +22,12 @@ export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from '.
 
 export interface RegistryOptions {
   /**
-   * Refuses a namespaced create when its namespace does not exist (the sandbox's namespace
-   * lifecycle); runs before validation, as kube-apiserver's NamespaceLifecycle admission does.
+   * Refuses a namespaced create when its namespace does not exist or is being terminated (the
+   * sandbox's namespaces, src/registry/namespaces.ts, or the hosting cluster's,
+   * src/admission/namespace-lifecycle.ts); runs before validation, as kube-apiserver's
+   * NamespaceLifecycle admission does. `name` is the object's name, else its generateName.
    */
-  requireNamespace?(ctx: RequestContext, namespace: string): Promise<void>;
+  requireNamespace?(ctx: RequestContext, namespace: string, target: { gr: status.GroupResource; name: string }): Promise<void>;
 }
 
 const MAX_GENERATE_ATTEMPTS = 8;
@@ -76,7 +78,7 @@ export class Registry {
     return this.wrap('', () => this.store.watch(this.ref, { cluster, namespace: namespace || undefined, fromRV }, callbacks));
   }
 
-  /** Body checks every write shares (protocol §3.11 steps 1–4). */
+  /** Body checks every write shares (as kube-apiserver's create and update handlers check them). */
   private checkBody(body: unknown, namespace: string, urlName?: string): KubeObject {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw status.badRequest(`the object provided is unrecognized (must be a JSON object of kind ${this.def.kind})`);
@@ -130,7 +132,9 @@ export class Registry {
     }
     if (this.def.namespaced) {
       obj.metadata.namespace = namespace;
-      await this.options.requireNamespace?.(ctx, namespace);
+      const m = obj.metadata;
+      const name = typeof m.name === 'string' && m.name ? m.name : typeof m.generateName === 'string' && m.generateName ? m.generateName : 'Unknown';
+      await this.options.requireNamespace?.(ctx, namespace, { gr: this.gr, name });
     } else delete obj.metadata.namespace;
     for (const f of this.strategy.statusFields) delete obj[f]; // written through the status subresource only
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
@@ -162,7 +166,7 @@ export class Registry {
   private async admitAndCreate(ctx: RequestContext, namespace: string, obj: KubeObject, opts: WriteOptions, warnings: string[], hasName: boolean, appliedManaged?: unknown): Promise<WriteResult> {
     await this.strategy.admitCreate?.(ctx, obj, opts);
     // A review is answered, never stored: no uid, no resourceVersion (as kube answers a TokenReview).
-    if (review) return { object: await review(ctx, obj, opts), warnings };
+    if (this.strategy.review) return { object: await this.strategy.review(ctx, obj, opts), warnings };
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();

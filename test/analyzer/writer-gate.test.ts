@@ -162,6 +162,7 @@ test('across namespaces the refused tenant learns that a claim exists, never who
   t.after(made.cleanup);
   remote.createBareRepo('platform');
   await run('git', ['--git-dir', made.gitDir, 'push', '--quiet', remote.authURL('platform'), 'main'], { env: GIT_ENV });
+  await ok(sandbox.kubectl, ['create', 'namespace', 'team-other']); // namespace lifecycle: GitTargets live in existing namespaces
   // The same repository spelled differently (host case, ".git" and "/" suffixes) is the same repository.
   const url = remote.url('platform');
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('platform-root', url, 'tenants/b'));

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
 import { CHART, REPO_ROOT, helmBinary, run, startControlPlane, until, type ControlPlane, type ClusterUser } from './fixture.js';
 import { join } from 'node:path';
-import { APISERVICE, NAMESPACE, SERVICE, deployReverser, mustSucceed, type Reverser } from './reverser.js';
+import { APISERVICE, NAMESPACE, SERVICE, deployReverser, type Reverser } from './reverser.js';
 
 let cp: ControlPlane;
 let srv: Reverser;

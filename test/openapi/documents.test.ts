@@ -1,5 +1,5 @@
 // Structure of the OpenAPI documents: what kubectl explain, kubectl's field-validation detection,
-// client-side apply's patch-type detection and kube-aggregator read (protocol doc §2, §7 items 21–26).
+// client-side apply's patch-type detection and kube-aggregator read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Transport, health, discovery and OpenAPI over HTTPS (checklist §7 A–C, items 1–26 that apply to
+// Transport, health, discovery and OpenAPI over HTTPS (those that apply to
 // a direct client; authentication items belong to the auth suite).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

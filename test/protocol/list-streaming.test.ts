@@ -1,4 +1,4 @@
-// LIST bodies are streamed (issue #10 item 19): items are serialized as the client takes them, so
+// LIST bodies are streamed (docs/benchmarks.md, LIST memory): items are serialized as the client takes them, so
 // a list of 10,000 never sits in memory as one string. The bytes stay exactly what the buffered
 // responses were (JSON.stringify of the whole list, with ?pretty JSON.stringify(list, null, 2) and a
 // newline, gzip level 1) for JSON, Table, PartialObjectMetadataList, gzip and pretty, over HTTP/1.1

@@ -291,7 +291,9 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   return {
     async stop() {
-      queue.stop();
+      // Not awaited (as before lint): a reconcile in flight may be waiting on its source; the
+      // teardowns below end its streams.
+      void queue.stop();
       if (ownInformer) informer.stop();
       for (const t of pendingStatus.values()) clearTimeout(t);
       await Promise.all([...running.keys()].map((k) => teardown(k)));
