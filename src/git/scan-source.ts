@@ -9,7 +9,7 @@ import git from 'isomorphic-git';
 import { scanTree, type FileTree, type ScanOptions, type TreeFile } from '../analyzer/scan.js';
 import type { ScanReport } from '../analyzer/types.js';
 import type { Repository } from './repository.js';
-import { ObjectStore, gitFs } from './object-store.js';
+import { gitFs, type ObjectStore } from './object-store.js';
 import { isTreeMode } from './objects.js';
 import { treeAt } from './tree-edit.js';
 

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { GitEngine, GitEngineError } from '../../src/git/index.js';
 import { refusalMessage } from '../../src/git/engine.js';
 import { scanFolder, scanRepository } from '../../src/public/analyzer.js';
-import { FIXTURE, GIT_ENV, cm, fixtureRepository } from './fixture.js';
+import { FIXTURE, GIT_ENV, fixtureRepository } from './fixture.js';
 import { commits, files, ok, startMirroringServer, startSandbox, type Sandbox } from '../mirror/harness.js';
 import type { StartedServer } from '../support/server.js';
 import type { Kubectl } from '../support/kubectl.js';
