@@ -13,6 +13,8 @@ export type ToWorker =
   /** A slice of a large commit's changes, sent ahead of its 'commit' message (which then carries none of them). */
   | { type: 'changes'; id: number; changes: CommitInput['changes'] }
   | { type: 'list'; id: number; input: FolderInput }
+  /** Stop commit `id`'s remote work now (cancel.ts); it fails with Cancelled. */
+  | { type: 'cancel'; id: number }
   | { type: 'lease-reply'; id: number; ok: true; value: unknown }
   | { type: 'lease-reply'; id: number; ok: false; message: string };
 
