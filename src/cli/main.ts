@@ -6,6 +6,9 @@ import { FlagError, helpText, parseServeFlags } from './options.js';
 import { preflightServe } from './preflight.js';
 import { KUBERNETES_API_LEVEL, ownVersion, versionInfo } from './version.js';
 
+/** The longest a SIGTERM or SIGINT shutdown may take (docs/configuration.md, "Shutdown"). */
+const SHUTDOWN_BOUND_MS = 10_000;
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && (rest.includes('--help') || rest.includes('-h')))) {
@@ -34,15 +37,27 @@ async function main(argv: string[]): Promise<number> {
   const [{ serve }, { createLogger }] = await Promise.all([import('./serve.js'), import('../metrics/logger.js')]);
   const log = createLogger(opts.logLevel);
   const running = await serve(opts, log);
-  await new Promise<void>((resolve) => {
+  return new Promise<number>((resolve) => {
     const stop = (sig: string) => {
       log.info('shutting down', { signal: sig });
-      void running.stop().then(resolve, resolve);
+      // Shutdown abandons remote work (serve.ts), so it ends well within a Pod's default grace
+      // (30 s); should anything still hang, the process exits at the bound rather than be killed.
+      const bound = setTimeout(() => {
+        log.warn('shutdown did not finish in time; exiting', { boundMs: SHUTDOWN_BOUND_MS });
+        resolve(1);
+      }, SHUTDOWN_BOUND_MS);
+      bound.unref();
+      void running.stop().then(
+        () => resolve(0),
+        (e: Error) => {
+          log.warn('shutdown failed', { error: e?.message ?? String(e) });
+          resolve(1);
+        },
+      );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
-  return 0;
 }
 
 main(process.argv.slice(2)).then(

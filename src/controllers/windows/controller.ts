@@ -13,7 +13,9 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
-import { setCondition, updateStatus } from '../status.js';
+import { setCondition, updateStatus, type Condition } from '../status.js';
+import { readyCondition } from '../mirror/status.js';
+import { commitBackoff } from './backoff.js';
 import { SystemClient } from '../client.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
@@ -55,6 +57,11 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
+  /** GitTargets whose last commit attempt failed: their pendingChanges follow the record (notePending). */
+  private readonly failing = new Set<string>();
+  private readonly pendingTimers = new Map<string, NodeJS.Timeout>();
+  /** The remote work of the commit in progress per GitTarget, cancelled when the GitTarget is deleted or its spec changes. */
+  private readonly inflight = new Map<string, AbortController>();
   private readonly sweptAt = new Map<string, number>();
   private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
@@ -74,9 +81,32 @@ export class WindowsController {
       (tiers) => this.joined(tiers),
     );
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
-    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, maxDelayMs: 10_000 });
-    deps.gitTargets.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: (o) => this.queue.add(keyOf(o, clusterOf(o))) });
-    this.windows.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: () => undefined });
+    // A failed commit's backoff holds against our own status and record writes (backoff.ts).
+    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, holdBackoff: true, backoff: commitBackoff });
+    deps.gitTargets.on({
+      upsert: (o, old) => {
+        const key = keyOf(o, clusterOf(o));
+        // A user's spec change may fix what failed: it ends the backoff and the stale attempt.
+        // Status writes (ours, the mirror's) do not change the generation.
+        if (old && (old.metadata.generation !== o.metadata.generation || old.metadata.uid !== o.metadata.uid)) {
+          this.inflight.get(key)?.abort();
+          this.queue.reset(key);
+        } else this.queue.add(key);
+      },
+      delete: (o) => {
+        const key = keyOf(o, clusterOf(o));
+        this.inflight.get(key)?.abort();
+        this.queue.reset(key);
+      },
+    });
+    this.windows.on({
+      upsert: (o) => {
+        const key = keyOf(o, clusterOf(o));
+        this.queue.add(key);
+        this.notePending(key);
+      },
+      delete: () => undefined,
+    });
     // Facts arrived on a route (posted to this replica): its targets look again now.
     this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
       for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
@@ -95,6 +125,8 @@ export class WindowsController {
 
   async stop(): Promise<void> {
     this.unsubscribeFacts?.();
+    for (const t of this.pendingTimers.values()) clearTimeout(t);
+    this.pendingTimers.clear();
     this.windows.stop();
     await this.queue.stop();
   }
@@ -228,6 +260,9 @@ export class WindowsController {
     const authorKind: AuthorKind = w.request?.authorKind ?? w.authorKind ?? 'committer';
     const message = w.request?.message ?? generatedMessage(w, `${target.namespace}/${target.name}`);
     let result;
+    const key = `${target.cluster}/${target.namespace}/${target.name}`;
+    const cancel = new AbortController();
+    this.inflight.set(key, cancel);
     try {
       result = await this.deps.engine.commit({
         repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt) },
@@ -237,11 +272,14 @@ export class WindowsController {
         author,
         committer,
         message,
-      });
+      }, { signal: cancel.signal });
     } catch (e) {
       await this.commitFailed(gt, target, w, e);
       throw e;
+    } finally {
+      if (this.inflight.get(key) === cancel) this.inflight.delete(key);
     }
+    this.failing.delete(key);
     const now = Date.now();
     // AlreadyPresent on a retry means the earlier attempt pushed before we could record it.
     const landed = result.outcome === 'Committed' || (w.closing!.attempts > 1 && result.sha !== undefined);
@@ -290,10 +328,15 @@ export class WindowsController {
 
   private async commitFailed(gt: KubeObject, target: TargetKey, w: Window, e: unknown): Promise<void> {
     const err = e instanceof GitEngineError ? e : undefined;
+    // Cancelled: the GitTarget is gone or changed, or the process stops; nothing to report.
+    if (err?.reason === 'Cancelled') return;
     const reason = err?.reason ?? 'CommitFailed';
     const msg = (e as Error)?.message ?? String(e);
-    this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
-    await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
+    // The queue logs the failure once per change of error (runtime/queue.ts); the status says it
+    // from the first failed attempt on, with the pending count as it is now.
+    this.failing.add(`${target.cluster}/${target.namespace}/${target.name}`);
+    const rec = await this.records.get(target).catch(() => undefined);
+    await this.writeTargetStatus(gt, { repoError: { reason, message: msg }, ...(rec ? { pending: pendingCount(rec) } : {}) }).catch(() => undefined);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.
     const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';
@@ -321,6 +364,7 @@ export class WindowsController {
   private async targetGone(key: string): Promise<void> {
     this.audit.forget(key);
     this.pendingWrittenAt.delete(key);
+    this.failing.delete(key);
     const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
@@ -349,6 +393,27 @@ export class WindowsController {
     if (n) this.deps.log.info('deleted snapshot chunks no window refers to', { gitTarget: `${target.namespace}/${target.name}`, chunks: n });
   }
 
+  /**
+   * While a GitTarget's commits fail, reconciles wait out the backoff, so status.pendingChanges
+   * follows the window record from here instead: at most one write per PENDING_STATUS_INTERVAL_MS
+   * however many changes arrive, and only by the replica holding the target's lease.
+   */
+  private notePending(key: string): void {
+    if (!this.failing.has(key) || this.pendingTimers.has(key)) return;
+    const wait = Math.max(0, (this.pendingWrittenAt.get(key) ?? 0) + PENDING_STATUS_INTERVAL_MS - Date.now());
+    const timer = setTimeout(() => {
+      this.pendingTimers.delete(key);
+      const gt = this.deps.gitTargets.get(key);
+      const rec = this.windows.get(key) as WindowRecord | undefined;
+      if (!gt || !rec || rec.target.uid !== gt.metadata.uid || !this.failing.has(key)) return;
+      if (!this.deps.keeper.holds(targetLeaseName(rec.target))) return;
+      this.pendingWrittenAt.set(key, Date.now());
+      this.writeTargetStatus(gt, { pending: pendingCount(rec) }).catch((e) => this.deps.log.debug?.('pendingChanges not written', { gitTarget: key, error: (e as Error).message }));
+    }, wait);
+    timer.unref?.();
+    this.pendingTimers.set(key, timer);
+  }
+
   private statusClient(): SystemClient {
     return this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store));
   }
@@ -375,11 +440,25 @@ export class WindowsController {
         changed = true;
       }
       const gen = obj.metadata.generation;
-      if (s.repoOK) changed = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen) || changed;
-      if (s.repoError) changed = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen) || changed;
-      return changed;
+      let repoChanged = false;
+      if (s.repoOK) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen);
+      if (s.repoError) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen);
+      if (repoChanged) refreshReady(status);
+      return changed || repoChanged;
     });
   }
+}
+
+/**
+ * Ready follows RepositoryReady in the same write (the mirror computes it the same way,
+ * mirror/status.ts, from all four inputs), so a failing remote shows on Ready at once. Ready is
+ * the mirror's: where it has not written one yet, none is added here.
+ */
+function refreshReady(status: Record<string, unknown>): void {
+  const conds = (Array.isArray(status.conditions) ? status.conditions : []) as Condition[];
+  const ready = conds.find((c) => c.type === 'Ready');
+  if (!ready || ready.reason === 'Suspended') return;
+  setCondition(status, { type: 'Ready', ...readyCondition(conds, false) }, ready.observedGeneration);
 }
 
 function stripSource<T extends { source?: unknown }>(c: T): Omit<T, 'source'> {
