@@ -36,7 +36,9 @@ export function createHttpClient(limitsIn?: Partial<RemoteLimits>): HttpClient {
       const agent = u.protocol === 'https:' ? agents.https : agents.http;
       const headers: Record<string, string | number> = { ...(req.headers ?? {}) };
       if (body) headers['Content-Length'] = body.length;
-      return new Promise<GitHttpResponse>((resolve, reject) => {
+      // A kept-alive connection the remote closed just as we reused it fails before any answer:
+      // that one is sent again on a new connection, not reported as the remote being down.
+      const send = (retried: boolean): Promise<GitHttpResponse> => new Promise<GitHttpResponse>((resolve, reject) => {
         const timers: NodeJS.Timeout[] = [];
         let res: http.IncomingMessage | undefined;
         // Ends the exchange with `err` wherever it is: before the headers the promise rejects,
@@ -74,9 +76,10 @@ export function createHttpClient(limitsIn?: Partial<RemoteLimits>): HttpClient {
             body: cappedBody(incoming, limits, where),
           });
         });
-        r.on('error', (e) => {
+        r.on('error', (e: NodeJS.ErrnoException) => {
           done();
-          reject(e);
+          if (!retried && !res && r.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) resolve(send(true));
+          else reject(e);
         });
         r.once('socket', (socket) => {
           // A reused keep-alive socket is connected already.
@@ -96,6 +99,7 @@ export function createHttpClient(limitsIn?: Partial<RemoteLimits>): HttpClient {
         timers.push(setTimeout(() => fail(timeoutError(where, 'the request did not complete', limits.totalTimeoutMs)), limits.totalTimeoutMs));
         r.end(body);
       });
+      return send(false);
     },
   };
 }

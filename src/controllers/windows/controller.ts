@@ -274,6 +274,9 @@ export class WindowsController {
         message,
       }, { signal: cancel.signal });
     } catch (e) {
+      // Cancelled: the GitTarget was deleted or changed (the queue runs it again at once) or the
+      // process stops. Not a failure: no status, no backoff, no log line.
+      if (e instanceof GitEngineError && e.reason === 'Cancelled') return;
       await this.commitFailed(gt, target, w, e);
       throw e;
     } finally {
@@ -328,8 +331,6 @@ export class WindowsController {
 
   private async commitFailed(gt: KubeObject, target: TargetKey, w: Window, e: unknown): Promise<void> {
     const err = e instanceof GitEngineError ? e : undefined;
-    // Cancelled: the GitTarget is gone or changed, or the process stops; nothing to report.
-    if (err?.reason === 'Cancelled') return;
     const reason = err?.reason ?? 'CommitFailed';
     const msg = (e as Error)?.message ?? String(e);
     // The queue logs the failure once per change of error (runtime/queue.ts); the status says it
@@ -450,16 +451,20 @@ export class WindowsController {
 }
 
 /**
- * Ready follows RepositoryReady in the same write (the mirror computes it the same way,
- * mirror/status.ts, from all four inputs), so a failing remote shows on Ready at once. Ready is
- * the mirror's: where it has not written one yet, none is added here.
+ * Ready follows RepositoryReady in the same write (computed as the mirror computes it,
+ * mirror/status.ts), so a failing remote shows on Ready at once. Ready and the other inputs are
+ * the mirror's: where it has not written Ready yet none is added, and an input it has not
+ * reported yet is left for its own write to judge.
  */
 function refreshReady(status: Record<string, unknown>): void {
   const conds = (Array.isArray(status.conditions) ? status.conditions : []) as Condition[];
   const ready = conds.find((c) => c.type === 'Ready');
   if (!ready || ready.reason === 'Suspended') return;
-  setCondition(status, { type: 'Ready', ...readyCondition(conds, false) }, ready.observedGeneration);
+  const unreported = MIRROR_INPUTS.filter((t) => !conds.some((c) => c.type === t)).map((type): Condition => ({ type, status: 'True', reason: '', message: '' }));
+  setCondition(status, { type: 'Ready', ...readyCondition([...conds, ...unreported], false) }, ready.observedGeneration);
 }
+
+const MIRROR_INPUTS = ['Validated', 'SourceReachable', 'Synced'];
 
 function stripSource<T extends { source?: unknown }>(c: T): Omit<T, 'source'> {
   const { source: _s, ...rest } = c;
