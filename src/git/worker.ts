@@ -62,7 +62,7 @@ export class GitWorker implements CommitEngine {
     // All slices and the commit go to one worker: one that died meanwhile fails the commit (retryable),
     // never lets a new worker commit part of the changes.
     return (async () => {
-      if (this.closed) throw new GitEngineError('Unreachable', 'the git engine is shut down', true);
+      if (this.closed) throw new GitEngineError('Cancelled', 'the git engine is shut down');
       const w = this.ensure();
       const gone = () => new GitEngineError('Unreachable', 'the git engine worker stopped while a commit was handed to it', true);
       for (let i = 0; i < input.changes.length; i += SLICE) {
@@ -80,7 +80,7 @@ export class GitWorker implements CommitEngine {
   }
 
   private call<T>(msg: Extract<ToWorker, { type: 'commit' | 'list' }>): Promise<T> {
-    if (this.closed) return Promise.reject(new GitEngineError('Unreachable', 'the git engine is shut down', true));
+    if (this.closed) return Promise.reject(new GitEngineError('Cancelled', 'the git engine is shut down'));
     return this.callOn(this.ensure(), msg);
   }
 
