@@ -2,10 +2,11 @@
 // an endless response stays within the size cap's memory and ends as a condition; SIGTERM while a
 // push hangs ends the process within its bound (10 s, cli/main.ts) without losing the change,
 // which the next process commits exactly once; after a SIGKILL mid-push the next process commits
-// within the lease time (~12 s: 10 s TTL of the GitTarget and branch leases, 2 s retry).
+// within the lease time (~12 s: 10 s TTL of the GitTarget and branch leases, 2 s retry); SIGINT
+// and SIGTERM together make one complete shutdown that releases the data directory's lock.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createStore } from '../../src/storage/index.js';
@@ -19,6 +20,7 @@ import { configMap, createGitSecret, createGitTarget, gitServer, waitFor } from 
 import type { GitServer } from '../support/git-server.js';
 import { targetLeaseName } from '../../src/controllers/runtime/leases.js';
 import { branchLeaseName } from '../../src/git/lease.js';
+import { LOCK_FILE } from '../../src/storage/data-dir-lock.js';
 
 /** Which of `names` another holder could take now (the embedded store opened while no server runs). */
 async function freeLeases(dataDir: string, names: string[]): Promise<string[]> {
@@ -180,4 +182,21 @@ test('SIGKILL while a push hangs: the next process commits within the lease time
   // Both leases (GitTarget and branch) have a 10 s TTL; the controller retries a held lease every 2 s.
   assert.ok(took < 10_000 + 2_000 + 4_000, `takeover and commit took ${took} ms`);
   await assertCommittedOnce(t, upstream);
+});
+
+test('SIGINT then SIGTERM (Ctrl-C of npm start): one shutdown, completed; the data directory lock is released', { timeout: 60_000 }, async (t) => {
+  const { dataDir } = await seeded(t, 'hang-push');
+  const s = await startServer(ARGS, { dataDir });
+  t.after(() => s.stop());
+  const lock = join(dataDir, LOCK_FILE);
+  assert.ok(existsSync(lock));
+  process.kill(s.pid, 'SIGINT');
+  process.kill(s.pid, 'SIGTERM');
+  await waitFor('the process to exit', () => !s.alive() || undefined, waitMs(30_000), 20);
+  // The second signal waited for the first shutdown instead of exiting before the lock was released.
+  assert.equal(existsSync(lock), false, 'the lock file was left behind');
+  // The next start finds no stale lock to take over.
+  const next = await startServer(ARGS, { dataDir });
+  t.after(() => next.stop());
+  assert.doesNotMatch(next.stderr(), /took over a stale data directory lock/);
 });
