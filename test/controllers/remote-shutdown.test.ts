@@ -200,3 +200,40 @@ test('SIGINT then SIGTERM (Ctrl-C of npm start): one shutdown, completed; the da
   t.after(() => next.stop());
   assert.doesNotMatch(next.stderr(), /took over a stale data directory lock/);
 });
+
+test('a dead remote at creation: RepositoryReady and Ready say why within seconds, with the real pendingChanges', { timeout: 90_000 }, async (t) => {
+  const remote = await startHostileRemote(1, 'status503');
+  t.after(() => remote.close());
+  const s = await startServer(['--sandbox', ...ARGS]);
+  t.after(() => s.stop());
+  const created = async (path: string, body: object) => {
+    const r = await s.request('POST', path, { body });
+    assert.equal(r.status, 201, r.text);
+  };
+  await created('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } });
+  for (const n of ['one', 'two']) await created('/api/v1/namespaces/team-a/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: n }, data: { k: n } });
+  const createdAt = Date.now();
+  await created(ns('team-a'), {
+    apiVersion: 'configbutler.ai/v1alpha1',
+    kind: 'GitTarget',
+    metadata: { name: 'tenants' },
+    spec: { repository: { url: remote.url('config') }, branch: 'main', path: 'live', resources: [{ group: '', resource: 'configmaps', namespaces: ['team-a'] }] },
+  });
+  const where = `http://127.0.0.1:${remote.port}/config.git`;
+  const st = await waitFor('RepositoryReady False', async () => {
+    const x = await status(s);
+    return x.conditions?.some((c) => c.type === 'RepositoryReady' && c.status === 'False') ? x : undefined;
+  }, 30_000, 100);
+  const took = Date.now() - createdAt;
+  t.diagnostic(`RepositoryReady False ${took} ms after the GitTarget was created`);
+  assert.ok(took < waitMs(10_000), `took ${took} ms`);
+  const pick = (type: string) => {
+    const c = st.conditions!.find((x) => x.type === type)!;
+    return { status: c.status, reason: c.reason, message: c.message };
+  };
+  assert.deepEqual(pick('RepositoryReady'), { status: 'False', reason: 'Unreachable', message: `${where} answered HTTP 503` });
+  assert.deepEqual(pick('Ready'), { status: 'False', reason: 'Unreachable', message: `RepositoryReady: ${where} answered HTTP 503` });
+  // The first snapshot: the two ConfigMaps (kube-root-ca.crt is cluster noise, left out).
+  assert.equal(st.pendingChanges, 2);
+  assert.equal(remote.requestCount(), 1);
+});
