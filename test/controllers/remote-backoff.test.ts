@@ -38,7 +38,7 @@ async function hostile(t: TestContext, upstreamPort: number, mode: HostileMode):
   return r;
 }
 
-test('401, 404 and a web page: a handful of requests in 20 s, the reason on RepositoryReady and Ready, one log line each', { timeout: 90_000 }, async (t) => {
+test('401, 404 and a web page: a handful of requests in 20 s, the reason on RepositoryReady and Ready, pendingChanges follows edits, one log line each', { timeout: 90_000 }, async (t) => {
   const upstream = await gitServer(t);
   const lines: string[] = [];
   const h = await startHarness(t, { dataDir: tempDir(t, 'backoff-permanent-'), logLines: (l) => lines.push(l) });
@@ -66,6 +66,17 @@ test('401, 404 and a web page: a handful of requests in 20 s, the reason on Repo
     assert.equal(cond(o, 'Ready')?.status, 'False', c.name);
     assert.equal((o.status as { pendingChanges?: number }).pendingChanges, 1, `${c.name}: pendingChanges`);
   }
+  // Edits keep coming while the backoff holds (next retry ≥ 9 s away): pendingChanges follows
+  // them within about a second, in a few coalesced writes, and the remote hears nothing of them.
+  const auth = started[0]!;
+  const requestsBefore = auth.remote.requestCount();
+  const stormStart = Date.now();
+  for (let i = 0; i < 100; i++) await h.running.sink!.add(auth.key, [configMap(`storm-${i}`, { v: String(i) })]);
+  const stormMs = Date.now() - stormStart;
+  await waitFor('auth: pendingChanges 101', async () => (((await target(h, 'auth')).status as { pendingChanges?: number }).pendingChanges === 101 ? true : undefined), 3_000, 20);
+  t.diagnostic(`auth: 100 edits in ${stormMs} ms while failing; pendingChanges 101 after ${Date.now() - stormStart} ms`);
+  assert.equal(auth.remote.requestCount(), requestsBefore, 'edits during the backoff reached the remote');
+
   // Watch for 20 s from the first request each remote saw.
   const first = Math.min(...started.map((c) => c.remote.requests[0]!.at));
   await sleep(Math.max(0, first + 20_000 - Date.now()));

@@ -13,8 +13,8 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
-import { setCondition, updateStatus, type Condition } from '../status.js';
-import { readyCondition } from '../mirror/status.js';
+import { updateStatus } from '../status.js';
+import { CoalescedWrites, applyTargetStatus, type TargetStatus } from './target-status.js';
 import { commitBackoff } from './backoff.js';
 import { SystemClient } from '../client.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
@@ -59,7 +59,7 @@ export class WindowsController {
   private readonly pendingWrittenAt = new Map<string, number>();
   /** GitTargets whose last commit attempt failed: their pendingChanges follow the record (notePending). */
   private readonly failing = new Set<string>();
-  private readonly pendingTimers = new Map<string, NodeJS.Timeout>();
+  private readonly pendingWrites = new CoalescedWrites(PENDING_STATUS_INTERVAL_MS, (key) => this.writePendingWhileFailing(key));
   /** The remote work of the commit in progress per GitTarget, cancelled when the GitTarget is deleted or its spec changes. */
   private readonly inflight = new Map<string, AbortController>();
   private readonly sweptAt = new Map<string, number>();
@@ -103,7 +103,8 @@ export class WindowsController {
       upsert: (o) => {
         const key = keyOf(o, clusterOf(o));
         this.queue.add(key);
-        this.notePending(key);
+        // While a GitTarget's commits fail, reconciles wait out the backoff: pendingChanges follows the record from here.
+        if (this.failing.has(key)) this.pendingWrites.note(key);
       },
       delete: () => undefined,
     });
@@ -125,8 +126,7 @@ export class WindowsController {
 
   async stop(): Promise<void> {
     this.unsubscribeFacts?.();
-    for (const t of this.pendingTimers.values()) clearTimeout(t);
-    this.pendingTimers.clear();
+    this.pendingWrites.stop();
     this.windows.stop();
     await this.queue.stop();
   }
@@ -366,6 +366,7 @@ export class WindowsController {
     this.audit.forget(key);
     this.pendingWrittenAt.delete(key);
     this.failing.delete(key);
+    this.pendingWrites.forget(key);
     const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
@@ -394,25 +395,13 @@ export class WindowsController {
     if (n) this.deps.log.info('deleted snapshot chunks no window refers to', { gitTarget: `${target.namespace}/${target.name}`, chunks: n });
   }
 
-  /**
-   * While a GitTarget's commits fail, reconciles wait out the backoff, so status.pendingChanges
-   * follows the window record from here instead: at most one write per PENDING_STATUS_INTERVAL_MS
-   * however many changes arrive, and only by the replica holding the target's lease.
-   */
-  private notePending(key: string): void {
-    if (!this.failing.has(key) || this.pendingTimers.has(key)) return;
-    const wait = Math.max(0, (this.pendingWrittenAt.get(key) ?? 0) + PENDING_STATUS_INTERVAL_MS - Date.now());
-    const timer = setTimeout(() => {
-      this.pendingTimers.delete(key);
-      const gt = this.deps.gitTargets.get(key);
-      const rec = this.windows.get(key) as WindowRecord | undefined;
-      if (!gt || !rec || rec.target.uid !== gt.metadata.uid || !this.failing.has(key)) return;
-      if (!this.deps.keeper.holds(targetLeaseName(rec.target))) return;
-      this.pendingWrittenAt.set(key, Date.now());
-      this.writeTargetStatus(gt, { pending: pendingCount(rec) }).catch((e) => this.deps.log.debug?.('pendingChanges not written', { gitTarget: key, error: (e as Error).message }));
-    }, wait);
-    timer.unref?.();
-    this.pendingTimers.set(key, timer);
+  /** status.pendingChanges of a failing GitTarget, by the replica holding its lease. */
+  private async writePendingWhileFailing(key: string): Promise<void> {
+    const gt = this.deps.gitTargets.get(key);
+    const rec = this.windows.get(key) as WindowRecord | undefined;
+    if (!gt || !rec || rec.target.uid !== gt.metadata.uid || !this.failing.has(key)) return;
+    if (!this.deps.keeper.holds(targetLeaseName(rec.target))) return;
+    await this.writeTargetStatus(gt, { pending: pendingCount(rec) }).catch((e) => this.deps.log.debug('pendingChanges not written', { gitTarget: key, error: (e as Error).message }));
   }
 
   private statusClient(): SystemClient {
@@ -424,47 +413,11 @@ export class WindowsController {
     await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, fn);
   }
 
-  private async writeTargetStatus(
-    gt: KubeObject,
-    s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
-  ): Promise<void> {
+  private async writeTargetStatus(gt: KubeObject, s: TargetStatus): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => {
-      let changed = false;
-      // A GitTarget that never had a pending change gets no status write (absent reads as 0).
-      if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
-        status.pendingChanges = s.pending;
-        changed = true;
-      }
-      if (s.lastCommit) {
-        status.lastCommit = s.lastCommit;
-        changed = true;
-      }
-      const gen = obj.metadata.generation;
-      let repoChanged = false;
-      if (s.repoOK) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen);
-      if (s.repoError) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen);
-      if (repoChanged) refreshReady(status);
-      return changed || repoChanged;
-    });
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => applyTargetStatus(status, obj, s));
   }
 }
-
-/**
- * Ready follows RepositoryReady in the same write (computed as the mirror computes it,
- * mirror/status.ts), so a failing remote shows on Ready at once. Ready and the other inputs are
- * the mirror's: where it has not written Ready yet none is added, and an input it has not
- * reported yet is left for its own write to judge.
- */
-function refreshReady(status: Record<string, unknown>): void {
-  const conds = (Array.isArray(status.conditions) ? status.conditions : []) as Condition[];
-  const ready = conds.find((c) => c.type === 'Ready');
-  if (!ready || ready.reason === 'Suspended') return;
-  const unreported = MIRROR_INPUTS.filter((t) => !conds.some((c) => c.type === t)).map((type): Condition => ({ type, status: 'True', reason: '', message: '' }));
-  setCondition(status, { type: 'Ready', ...readyCondition([...conds, ...unreported], false) }, ready.observedGeneration);
-}
-
-const MIRROR_INPUTS = ['Validated', 'SourceReachable', 'Synced'];
 
 function stripSource<T extends { source?: unknown }>(c: T): Omit<T, 'source'> {
   const { source: _s, ...rest } = c;
