@@ -1,7 +1,8 @@
 // What a tenant's git remote may cost the engine (src/git/remote-limits.ts, http-client.ts,
-// cancel.ts): a response over the cap, a remote that never answers or stalls mid-body, and a
-// cancelled commit each end in a typed error at once, with the transfer stopped — checked against
-// a hostile remote on loopback (test/support/hostile-remote.ts) in front of a real git http-backend.
+// cancel.ts, errors.ts): a response over the cap, a remote that never answers or stalls mid-body,
+// a certificate that does not verify, and a cancelled commit each end in a typed error at once,
+// with the transfer stopped — checked against a hostile remote on loopback
+// (test/support/hostile-remote.ts) in front of a real git http-backend.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +14,8 @@ import { startGitServer } from '../support/git-server.js';
 import { startHostileRemote, type HostileMode, type HostileRemote } from '../support/hostile-remote.js';
 import { withDeadline } from '../support/deadline.js';
 import { configMap } from './git-cli.js';
+import { createServer as createHttpsServer } from 'node:https';
+import { issueServerCert, makeCA } from '../support/pki.js';
 
 const alice = { name: 'Alice Doe', email: 'alice@example.com' };
 
@@ -143,4 +146,27 @@ test('answers a retry cannot fix are typed, not retried: 401, 404, a web page; a
     assert.deepEqual({ reason: e.reason, retryable: e.retryable, message: e.message }, { reason, retryable, message: message(where) }, mode);
     assert.equal(remote.requestCount(), 1, `${mode}: requests`);
   }
+});
+
+test('a certificate that does not verify is TLSVerificationFailed, not retried', async (t) => {
+  // An HTTPS remote whose certificate comes from a CA the process does not trust.
+  const ca = makeCA('untrusted test CA');
+  const cert = issueServerCert(ca, '127.0.0.1');
+  let requests = 0;
+  const server = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, (_req, res) => {
+    requests++;
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const dataDir = mkdtempSync(join(tmpdir(), 'remote-limits-tls-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const engine = new GitEngine({ dataDir, retryTimeoutMs: 5_000, unreachableRetryMs: 0 });
+  const url = `https://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}/config.git`;
+  const e = await failure(
+    engine.commit({ repository: { url }, branch: 'main', folder: 'a', changes: [{ op: 'write', object: configMap('app', 'team-a', { k: 'v' }), resource: 'configmaps' }], author: alice, message: 'x' }),
+    'the TLS commit to fail',
+  );
+  assert.deepEqual({ reason: e.reason, retryable: e.retryable, message: e.message }, { reason: 'TLSVerificationFailed', retryable: false, message: `the TLS certificate of ${url} did not verify (UNABLE_TO_VERIFY_LEAF_SIGNATURE)` });
+  assert.equal(requests, 0);
 });
