@@ -80,11 +80,6 @@ export class WorkQueue {
     this.add(key);
   }
 
-  /** Whether the key waits out a failure's backoff. */
-  backingOff(key: string): boolean {
-    return this.timers.get(key)?.backoff === true;
-  }
-
   private schedule(key: string, ms: number, backoff: boolean): void {
     if (this.stopped) return;
     if (ms <= 0 && !backoff) return this.add(key);
