@@ -36,6 +36,15 @@ async function main(argv: string[]): Promise<number> {
   }
   const [{ serve }, { createLogger }] = await Promise.all([import('./serve.js'), import('../metrics/logger.js')]);
   const log = createLogger(opts.logLevel);
+  // Handlers before the server starts: a signal during start-up (the kubectl line is printed
+  // before serve() returns) waits for it and then shuts down, instead of killing the process with
+  // the data directory's lock still held.
+  let early: string | undefined;
+  let onSignal: (sig: string) => void = (sig) => {
+    early ??= sig;
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   const running = await serve(opts, log);
   return new Promise<number>((resolve) => {
     const stop = (sig: string) => {
@@ -55,8 +64,8 @@ async function main(argv: string[]): Promise<number> {
         },
       );
     };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    onSignal = stop;
+    if (early) stop(early);
   });
 }
 
