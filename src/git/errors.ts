@@ -1,4 +1,5 @@
 // Typed failures of a commit, shaped so a GitTarget or CommitRequest condition can say why.
+import { EGRESS_DENIED } from '../net/egress.js';
 
 export type GitErrorReason =
   | 'AuthFailed' // credentials refused (401/403): never retried
@@ -10,7 +11,9 @@ export type GitErrorReason =
   | 'Invalid' // bad input: URL, branch, folder or object
   | 'RemoteResponseTooLarge' // one response of the remote exceeded --git-max-response-bytes (remote-limits.ts)
   | 'TLSVerificationFailed' // the remote's certificate did not verify
-  | 'Cancelled'; // the commit was cancelled (GitTarget deleted, shutdown): its changes stay pending
+  | 'Cancelled' // the commit was cancelled (GitTarget deleted, shutdown): its changes stay pending
+  | 'EgressDenied' // the remote's address is refused by the egress policy (src/net/egress.ts)
+  | 'InsecureCredentials'; // credentials would go over plain http:// (--allow-insecure-credentials not set)
 
 export class GitEngineError extends Error {
   constructor(
@@ -40,6 +43,9 @@ export function classifyError(err: unknown, where: string): GitEngineError {
   if (err instanceof GitEngineError) return err;
   const e = (err ?? {}) as ErrorLike;
   const msg = e.message ?? String(err);
+  if (e.code === EGRESS_DENIED || (e.cause as ErrorLike | undefined)?.code === EGRESS_DENIED) {
+    return new GitEngineError('EgressDenied', `${where}: ${e.code === EGRESS_DENIED ? msg : (e.cause as ErrorLike).message}`);
+  }
   if (e.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
     if (status === 401 || status === 403) return new GitEngineError('AuthFailed', `authentication to ${where} failed (HTTP ${status}); check the credentials Secret`);

@@ -1,19 +1,17 @@
 // The HTTP transport handed to isomorphic-git (and receive-pack.ts). Compared with
 // isomorphic-git/http/node: keep-alive agents (discovery and the following POST reuse one
-// connection), and every exchange bounded as remote-limits.ts says — connect, headers, body idle
-// and total time limits, a cap on the response size, the body streamed to the caller rather than
-// buffered here — and cancelled with the commit it belongs to (cancel.ts).
+// connection); every exchange bounded as remote-limits.ts says — connect, headers, body idle and
+// total time limits, a cap on the response size, the body streamed to the caller rather than
+// buffered here — and cancelled with the commit it belongs to (cancel.ts); and the egress policy
+// (src/net/egress.ts): a literal address is checked before each request, a name on every address it
+// resolves to when a connection is made (DNS rebinding cannot pass a name that looked harmless).
 import http from 'node:http';
 import https from 'node:https';
 import type { HttpClient, GitHttpRequest, GitHttpResponse } from 'isomorphic-git';
+import { EgressPolicy } from '../net/egress.js';
 import { cancelledError, currentSignal } from './cancel.js';
 import { cappedBody, remoteLimits, timeoutError, tooLargeError, type RemoteLimits } from './remote-limits.js';
 import { displayURL } from './repository-url.js';
-
-const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 8 }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 8 }),
-};
 
 async function collect(body: GitHttpRequest['body']): Promise<Buffer | undefined> {
   if (!body) return undefined;
@@ -22,14 +20,19 @@ async function collect(body: GitHttpRequest['body']): Promise<Buffer | undefined
   return Buffer.concat(parts);
 }
 
-export function createHttpClient(limitsIn?: Partial<RemoteLimits>): HttpClient {
+export function createHttpClient(limitsIn?: Partial<RemoteLimits>, egress: EgressPolicy = new EgressPolicy()): HttpClient {
   const limits = remoteLimits(limitsIn);
+  const agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 8, lookup: egress.lookup }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 8, lookup: egress.lookup }),
+  };
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      const u = new URL(req.url);
+      egress.assertHost(u.hostname);
       const signal = currentSignal();
       if (signal?.aborted) throw cancelledError();
       const body = await collect(req.body);
-      const u = new URL(req.url);
       // Errors name the repository, not the smart-HTTP endpoint under it.
       const where = displayURL(`${u.protocol}//${u.host}${u.pathname.replace(/\/(info\/refs|git-receive-pack|git-upload-pack)$/, '')}`);
       const mod = u.protocol === 'https:' ? https : http;

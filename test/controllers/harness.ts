@@ -69,7 +69,7 @@ export async function startHarness(
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
   // As the server configures it (cli/serve.ts): network failures are reported by their first attempt.
-  const engine = new GitWorker({ dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000, unreachableRetryMs: 0, ...opts.engine });
+  const engine = new GitWorker({ allowInsecureCredentials: true, dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000, unreachableRetryMs: 0, ...opts.engine });
   const lines = opts.logLines;
   const log = lines
     ? createLogger('info', (l) => {
