@@ -30,7 +30,7 @@ async function setup(t: TestContext, mode: HostileMode, opts: Partial<GitEngineO
     rmSync(dataDir, { recursive: true, force: true });
   });
   // As the server runs it: a network failure is reported by its first attempt.
-  const engine = new GitEngine({ dataDir, retryTimeoutMs: 5_000, unreachableRetryMs: 0, ...opts });
+  const engine = new GitEngine({ dataDir, retryTimeoutMs: 5_000, unreachableRetryMs: 0, allowInsecureCredentials: true, ...opts });
   const commit = () =>
     engine.commit({
       repository: { url: remote.url('config'), credentials: { username: server.username, password: server.password } },
