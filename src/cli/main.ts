@@ -6,6 +6,9 @@ import { FlagError, helpText, parseServeFlags } from './options.js';
 import { preflightServe } from './preflight.js';
 import { KUBERNETES_API_LEVEL, ownVersion, versionInfo } from './version.js';
 
+/** The longest a SIGTERM or SIGINT shutdown may take (docs/configuration.md, "Shutdown"). */
+const SHUTDOWN_BOUND_MS = 10_000;
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help' || ((cmd === 'serve' || cmd === 'sandbox') && (rest.includes('--help') || rest.includes('-h')))) {
@@ -49,37 +52,37 @@ async function main(argv: string[]): Promise<number> {
   }
   const [{ serve }, { createLogger }] = await Promise.all([import('./serve.js'), import('../metrics/logger.js')]);
   const log = createLogger(opts.logLevel);
-  // Signals are caught from before start-up: Ctrl-C while the server starts (the default action
-  // would kill it holding the data-dir lock) stops it as soon as it has started. One Ctrl-C under
-  // `npm start` arrives twice (the terminal signals the process group, and npm forwards it to its
-  // child): a repeat within a second is the same one. A later second signal exits at once (the lock
-  // of a dead process is taken over by the next start, same host).
-  let pending: string | undefined;
-  let onSignal = (sig: string) => {
-    pending = sig;
+  // Handlers before the server starts: a signal during start-up (the kubectl line is printed
+  // before serve() returns) waits for it and then shuts down, instead of killing the process with
+  // the data directory's lock still held.
+  let early: string | undefined;
+  let onSignal: (sig: string) => void = (sig) => {
+    early ??= sig;
   };
-  let firstSignalAt: number | undefined;
-  const handler = (sig: string) => () => {
-    if (firstSignalAt !== undefined) {
-      if (Date.now() - firstSignalAt < 1000) return;
-      log.warn('second signal: exiting without a clean stop', { signal: sig });
-      process.exit(130);
-    }
-    firstSignalAt = Date.now();
-    onSignal(sig);
-  };
-  process.on('SIGTERM', handler('SIGTERM'));
-  process.on('SIGINT', handler('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   const running = await serve(opts, log);
-  await new Promise<void>((resolve) => {
+  return new Promise<number>((resolve) => {
     const stop = (sig: string) => {
       log.info('shutting down', { signal: sig });
-      void running.stop().then(resolve, resolve);
+      // Shutdown abandons remote work (serve.ts), so it ends well within a Pod's default grace
+      // (30 s); should anything still hang, the process exits at the bound rather than be killed.
+      const bound = setTimeout(() => {
+        log.warn('shutdown did not finish in time; exiting', { boundMs: SHUTDOWN_BOUND_MS });
+        resolve(1);
+      }, SHUTDOWN_BOUND_MS);
+      bound.unref();
+      void running.stop().then(
+        () => resolve(0),
+        (e: Error) => {
+          log.warn('shutdown failed', { error: e?.message ?? String(e) });
+          resolve(1);
+        },
+      );
     };
-    if (pending) stop(pending);
-    else onSignal = stop;
+    onSignal = stop;
+    if (early) stop(early);
   });
-  return 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -8,6 +8,7 @@ import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } fr
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 // Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../git/remote-limits.js';
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
 import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
 import { parseDuration } from '../auth/index.js';
@@ -52,6 +53,11 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
+  {
+    name: 'git-max-response-bytes',
+    description: 'Largest body of one HTTP response from a git remote; a remote sending more is stopped and its GitTarget shows RepositoryReady=False (RemoteResponseTooLarge).',
+    default: String(DEFAULT_MAX_RESPONSE_BYTES),
+  },
   { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
   {
     name: 'audit-client-ca-file',
@@ -118,6 +124,8 @@ export interface ServeOptions {
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
+  /** Limits on what a git remote may send (--git-max-response-bytes). */
+  git: { maxResponseBytes: number };
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };
@@ -305,6 +313,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     streamsPerGitTarget: int(values, 'max-streams-per-gittarget', 0, 1_000_000),
     streamsPerNamespace: int(values, 'max-streams-per-namespace', 0, 10_000_000),
   };
+  const git = { maxResponseBytes: int(values, 'git-max-response-bytes', 65536, 16 * 1024 * 1024 * 1024) };
   const duration = (name: string, min: number, max: number): number => {
     const ms = parseDuration(values[name]!);
     if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
@@ -378,6 +387,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     connections,
     logLevel,
     committer,
+    git,
     controllers,
     attribution,
     authorityReverifyIntervalMs,

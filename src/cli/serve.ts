@@ -118,10 +118,20 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
     (engine ??= import('../git/worker.js').then(
-      ({ GitWorker }) => new GitWorker({
-        dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store,
-        egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
-      }),
+      ({ GitWorker }) =>
+        new GitWorker({
+          dataDir: opts.dataDir,
+          committerName: opts.committer.name,
+          committerEmail: opts.committer.email,
+          lease: store,
+          egress: opts.tenantInput.egress,
+          allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials,
+          allowFileRepositories: opts.tenantInput.allowFileRepositories,
+          remoteLimits: { maxResponseBytes: opts.git.maxResponseBytes },
+          // A network failure is reported by its first attempt (the GitTarget shows it at once);
+          // the windows controller's backoff paces the retries (controllers/windows/backoff.ts).
+          unreachableRetryMs: 0,
+        }),
     ));
   // Declared before the server is built: the RepositoryScan strategy reads the controllers' credentials once they run.
   let controllers: RunningControllers | undefined;
@@ -254,7 +264,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   if (opts.registration.enabled) {
     registration = await startRegistration(opts, { generatedCAFile, servingCertPem: certPem }, log, metrics.registry);
   }
-  let stopped = false;
+  // One shutdown, however many signals ask for it (Ctrl-C of `npm start` delivers SIGINT, and npm
+  // may add SIGTERM): a second call waits for the first instead of returning before the data
+  // directory's lock is released.
+  let stopping: Promise<void> | undefined;
   return {
     server,
     git,
@@ -263,19 +276,25 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     audit: audit && { port: audit.port, url: audit.url },
     controllers,
     url,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await audit?.close();
-      await controllers?.stop();
-      registration?.stop();
-      await server.close();
-      namespaceAdmission?.stop();
-      if (engine) await (await engine).close();
-      authn.close();
-      authz.close();
-      await store.close();
-      releaseLock();
+    stop() {
+      return (stopping ??= shutdown());
     },
   };
+
+  async function shutdown(): Promise<void> {
+    await audit?.close();
+    // The git engine stops first: a push hanging on a dead remote must not hold the shutdown.
+    // Its commits fail as Cancelled and their windows stay in the store for the next process
+    // (git/worker.ts close()); the controllers then stop with nothing left waiting on a remote.
+    const controllersStopped = controllers?.stop();
+    if (engine) await (await engine).close();
+    await controllersStopped;
+    registration?.stop();
+    await server.close();
+    namespaceAdmission?.stop();
+    authn.close();
+    authz.close();
+    await store.close();
+    releaseLock();
+  }
 }

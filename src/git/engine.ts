@@ -13,6 +13,8 @@ import { FolderIndex, identityOfKey } from './folder-index.js';
 import { IdentityCache } from './identity-cache.js';
 import { createHash } from 'node:crypto';
 import { createHttpClient } from './http-client.js';
+import { cancellableSleep, throwIfCancelled } from './cancel.js';
+import type { RemoteLimits } from './remote-limits.js';
 import { BranchLease, branchLeaseName, type LeaseProvider } from './lease.js';
 import { editFileText, groupOf, identityKey, identityOf, type FileEdit, type ObjectIdentity } from './manifest-yaml.js';
 import { serializeCommit, isTreeMode, type Signature } from './objects.js';
@@ -41,13 +43,23 @@ export interface GitEngineOptions {
   lease?: LeaseProvider;
   /** This process's lease holder id (default: hostname/pid/random). */
   holder?: string;
+  /**
+   * TTL of the branch lease (default BRANCH_LEASE_TTL_MS). A writer that crashed mid-commit holds
+   * the branch until it expires, so it is the GitTarget lease's TTL: a takeover waits for both at once.
+   */
   leaseTtlMs?: number;
   /** Total time one commit may spend retrying conflicts and network errors before it reports why. */
   retryTimeoutMs?: number;
+  /**
+   * Of that, how long network errors and 5xx are retried inside the commit (default: retryTimeoutMs).
+   * The server sets 0: the first failed attempt is reported, so the GitTarget shows it at once and
+   * the controller's backoff (controllers/windows/backoff.ts) paces the retries.
+   */
+  unreachableRetryMs?: number;
   retryInitialDelayMs?: number;
   retryMaxDelayMs?: number;
-  /** Per HTTP request. */
-  httpTimeoutMs?: number;
+  /** Size cap and time limits of every HTTP exchange with a remote (remote-limits.ts). */
+  remoteLimits?: Partial<RemoteLimits>;
   http?: HttpClient;
   /** Where HTTP remotes may be (--egress-*); the built-in link-local rule always applies. */
   egress?: EgressOptions;
@@ -131,7 +143,8 @@ interface Built {
   indexUpdates: Map<string, { blob: string; keys: string[] } | null>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The branch lease's default TTL: the GitTarget lease's (controllers/runtime/leases.ts DEFAULT_LEASE_TTL_MS). */
+export const BRANCH_LEASE_TTL_MS = 10_000;
 
 function naivePlural(kind: string): string {
   const k = kind.toLowerCase();
@@ -152,7 +165,7 @@ export class GitEngine {
   readonly holder: string;
 
   constructor(private readonly opts: GitEngineOptions) {
-    this.http = opts.http ?? createHttpClient(opts.httpTimeoutMs, new EgressPolicy(opts.egress));
+    this.http = opts.http ?? createHttpClient(opts.remoteLimits, new EgressPolicy(opts.egress));
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   }
 
@@ -234,7 +247,10 @@ export class GitEngine {
   }
 
   private async commitLocked(repo: Repository, input: CommitInput): Promise<CommitResult> {
-    const deadline = Date.now() + (this.opts.retryTimeoutMs ?? 60_000);
+    throwIfCancelled();
+    const begun = Date.now();
+    const deadline = begun + (this.opts.retryTimeoutMs ?? 60_000);
+    const unreachableDeadline = begun + (this.opts.unreachableRetryMs ?? this.opts.retryTimeoutMs ?? 60_000);
     // The remote is read while the lease is taken: uncontended, the first attempt then does not
     // wait for the lease's store write. A lease that had to wait means another writer may just
     // have pushed, so that attempt reads the remote again. (A read that is stale anyway only costs
@@ -247,7 +263,7 @@ export class GitEngine {
     let lease: BranchLease | undefined;
     try {
       lease = this.opts.lease
-        ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? 30_000, deadline)
+        ? await BranchLease.acquire(this.opts.lease, branchLeaseName(repo.key, input.branch), this.holder, this.opts.leaseTtlMs ?? BRANCH_LEASE_TTL_MS, deadline)
         : undefined;
     } finally {
       await early;
@@ -290,15 +306,18 @@ export class GitEngine {
           repo.store.discardStaged();
           const err = classifyError(e, repo.display);
           if (!err.retryable) throw err;
+          // Network errors get their own (shorter) budget; conflicts the whole one.
+          const until = err.reason === 'Conflict' ? deadline : Math.min(deadline, unreachableDeadline);
+          if (attempt === 1 && until <= begun) throw err;
           // Exponential backoff with jitter, so racing writers spread out instead of colliding again.
           // The last wait is cut short so one final attempt happens at the deadline.
-          const remaining = deadline - Date.now();
+          const remaining = until - Date.now();
           const wait = Math.min(Math.min(delay, maxDelay) * (0.5 + Math.random()), remaining);
           if (remaining <= 0) {
             const what = err.reason === 'Conflict' ? 'the branch kept moving' : 'still failing';
             throw new GitEngineError(err.reason, `${err.message} (${what}; gave up after ${attempt} attempts)`);
           }
-          await sleep(wait);
+          await cancellableSleep(wait);
           delay *= 2;
         }
       }

@@ -10,6 +10,9 @@ export type GitErrorReason =
   | 'Rejected' // the server refused the push for another reason (a hook, a protected branch)
   | 'Invalid' // bad input: URL, branch, folder or object
   | 'FolderRefused' // the folder fails the acceptance gate (src/analyzer): nothing is committed into it
+  | 'RemoteResponseTooLarge' // one response of the remote exceeded --git-max-response-bytes (remote-limits.ts)
+  | 'TLSVerificationFailed' // the remote's certificate did not verify
+  | 'Cancelled' // the commit was cancelled (GitTarget deleted, shutdown): its changes stay pending
   | 'EgressDenied' // the remote's address is refused by the egress policy (src/net/egress.ts)
   | 'InsecureCredentials'; // credentials would go over plain http:// (--allow-insecure-credentials not set)
 
@@ -32,6 +35,9 @@ interface ErrorLike {
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'ERR_TIMEOUT']);
+
+// Node's certificate verification failures (tls.TLSSocket authorizationError codes).
+const TLS_CODES = /^(UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH)/;
 
 /** Maps an isomorphic-git / network error to a typed one; `where` names the repository. */
 export function classifyError(err: unknown, where: string): GitEngineError {
@@ -65,6 +71,7 @@ export function classifyError(err: unknown, where: string): GitEngineError {
   }
   if (e.code === 'SmartHttpError') return new GitEngineError('NotFound', `${where} is not a Git smart-HTTP repository`);
   const code = e.code ?? (e.cause as ErrorLike | undefined)?.code;
+  if (code && TLS_CODES.test(code)) return new GitEngineError('TLSVerificationFailed', `the TLS certificate of ${where} did not verify (${code})`);
   if (code && NETWORK_CODES.has(code)) return new GitEngineError('Unreachable', `${where} is unreachable (${code})`, true);
   // Anything else is not a transport problem a retry would fix.
   return new GitEngineError('Unreachable', `${where}: ${msg}`);

@@ -12,7 +12,7 @@ export {
   type Person,
 } from './engine.js';
 export { GitEngineError, type GitErrorReason } from './errors.js';
-export { GitWorker, type CommitEngine, type GitWorkerOptions } from './worker.js';
+export { GitWorker, type CommitEngine, type CommitOptions, type GitWorkerOptions } from './worker.js';
 export { type LeaseProvider } from './lease.js';
 export { canonicalPath, normalizeTargetPath, validateTargetPath, type CanonicalPathInput } from './paths.js';
 export { credentialsFromSecret, validateRepositoryURL, type GitCredentials, type SecretLike } from './repository-url.js';

@@ -4,14 +4,13 @@
 import { createHash } from 'node:crypto';
 import type { Store } from '../storage/types.js';
 import { GitEngineError } from './errors.js';
+import { cancellableSleep } from './cancel.js';
 
 export type LeaseProvider = Pick<Store, 'acquireLease' | 'renewLease' | 'checkLease' | 'releaseLease'>;
 
 export function branchLeaseName(repositoryKey: string, branch: string): string {
   return `git-branch/${createHash('sha256').update(repositoryKey).digest('hex').slice(0, 24)}/${branch}`;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class BranchLease {
   private lost = false;
@@ -57,7 +56,7 @@ export class BranchLease {
         if (storeError) throw new GitEngineError('Unreachable', `cannot take the write lease ${name}: the store failed (${(storeError as Error).message ?? storeError})`);
         throw new GitEngineError('Conflict', `another writer holds the lease ${name}; gave up waiting`);
       }
-      await sleep(delay * (0.5 + Math.random()));
+      await cancellableSleep(delay * (0.5 + Math.random()));
       delay = Math.min(delay * 2, 1000);
     }
   }

@@ -15,6 +15,8 @@ export type ToWorker =
   | { type: 'changes'; id: number; changes: CommitInput['changes'] }
   | { type: 'list'; id: number; input: FolderInput }
   | { type: 'scan'; id: number; input: ScanInput }
+  /** Stop commit `id`'s remote work now (cancel.ts); it fails with Cancelled. */
+  | { type: 'cancel'; id: number }
   | { type: 'lease-reply'; id: number; ok: true; value: unknown }
   | { type: 'lease-reply'; id: number; ok: false; message: string };
 

@@ -12,6 +12,7 @@ import { GitEngineError } from './errors.js';
 import type { LeaseProvider } from './lease.js';
 import type { FromWorker, LeaseOp, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
 import type { CommitInput } from './engine.js';
+import { remoteWork } from './cancel.js';
 
 const port = parentPort!;
 const opts = workerData as WorkerEngineOptions;
@@ -36,6 +37,9 @@ const lease: LeaseProvider = {
 const { useLeases, ...engineOpts } = opts;
 const engine = new GitEngine({ ...engineOpts, lease: useLeases ? lease : undefined });
 
+/** Commits in progress, by id, for their 'cancel' message. */
+const running = new Map<number, AbortController>();
+
 /** Changes of large commits arriving in slices, by commit id, until their 'commit' message. */
 const slices = new Map<number, CommitInput['changes']>();
 
@@ -44,6 +48,10 @@ port.on('message', (msg: ToWorker) => {
     const got = slices.get(msg.id);
     if (got) for (const c of msg.changes) got.push(c);
     else slices.set(msg.id, msg.changes);
+    return;
+  }
+  if (msg.type === 'cancel') {
+    running.get(msg.id)?.abort();
     return;
   }
   if (msg.type === 'commit' && slices.has(msg.id)) {
@@ -58,12 +66,16 @@ port.on('message', (msg: ToWorker) => {
     else call.reject(new Error(msg.message));
     return;
   }
-  const work: Promise<FromWorker> =
+  const controller = new AbortController();
+  running.set(msg.id, controller);
+  const work: Promise<FromWorker> = remoteWork.run(controller.signal, () =>
     msg.type === 'list'
       ? engine.listFolder(msg.input).then((refs) => ({ type: 'listing', id: msg.id, ok: true, refs }))
       : msg.type === 'scan'
         ? engine.scan(msg.input).then((report) => ({ type: 'scanned', id: msg.id, ok: true, report }))
-        : engine.commit(msg.input).then((result) => ({ type: 'result', id: msg.id, ok: true, result }));
+        : engine.commit(msg.input).then((result) => ({ type: 'result', id: msg.id, ok: true, result })),
+  );
+  void work.finally(() => running.delete(msg.id)).catch(() => undefined);
   work.then(
     (answer) => port.postMessage(answer),
     (e: unknown) => {

@@ -11,8 +11,13 @@ import { GitEngineError, type GitErrorReason } from './errors.js';
 import type { LeaseProvider } from './lease.js';
 import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
 
+export interface CommitOptions {
+  /** Aborting it stops the commit's remote work at once; the commit then fails with Cancelled. */
+  signal?: AbortSignal;
+}
+
 export interface CommitEngine {
-  commit(input: CommitInput): Promise<CommitResult>;
+  commit(input: CommitInput, opts?: CommitOptions): Promise<CommitResult>;
   close(): Promise<void>;
   /** Starts what the first commit would otherwise wait for (the worker thread and its modules). */
   warm?(): void;
@@ -32,6 +37,8 @@ export class GitWorker implements CommitEngine {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(r: never): void; reject(e: Error): void }>();
   private closed = false;
+  /** Branch leases the worker holds (taken through this thread's Store), so close() can hand them back. */
+  private readonly branchLeases = new Map<string, number>();
   readonly holder: string;
 
   constructor(private readonly opts: GitWorkerOptions) {
@@ -40,15 +47,25 @@ export class GitWorker implements CommitEngine {
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   }
 
-  commit(input: CommitInput): Promise<CommitResult> {
+  commit(input: CommitInput, opts: CommitOptions = {}): Promise<CommitResult> {
     const id = this.nextId++;
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(new GitEngineError('Cancelled', 'the commit was cancelled before it started; its changes stay pending'));
+    const onAbort = () => this.worker?.postMessage({ type: 'cancel', id } satisfies ToWorker);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = this.sliced(id, input);
+    void done.finally(() => signal?.removeEventListener('abort', onAbort)).catch(() => undefined);
+    return done;
+  }
+
+  private sliced(id: number, input: CommitInput): Promise<CommitResult> {
     if (input.changes.length <= SLICE) return this.call({ type: 'commit', id, input });
     // A large commit (a snapshot) is copied to the worker in slices, each its own task on the
     // event loop: one structured clone of 10,000 objects held up the API for ~20 ms.
     // All slices and the commit go to one worker: one that died meanwhile fails the commit (retryable),
     // never lets a new worker commit part of the changes.
     return (async () => {
-      if (this.closed) throw new GitEngineError('Unreachable', 'the git engine is shut down', true);
+      if (this.closed) throw new GitEngineError('Cancelled', 'the git engine is shut down');
       const w = this.ensure();
       const gone = () => new GitEngineError('Unreachable', 'the git engine worker stopped while a commit was handed to it', true);
       for (let i = 0; i < input.changes.length; i += SLICE) {
@@ -70,7 +87,7 @@ export class GitWorker implements CommitEngine {
   }
 
   private call<T>(msg: Extract<ToWorker, { type: 'commit' | 'list' | 'scan' }>): Promise<T> {
-    if (this.closed) return Promise.reject(new GitEngineError('Unreachable', 'the git engine is shut down', true));
+    if (this.closed) return Promise.reject(new GitEngineError('Cancelled', 'the git engine is shut down'));
     return this.callOn(this.ensure(), msg);
   }
 
@@ -88,12 +105,22 @@ export class GitWorker implements CommitEngine {
     if (!this.closed) this.ensure();
   }
 
+  /**
+   * Stops the worker at once, abandoning in-flight remote work: a push cut off is harmless (it is a
+   * compare-and-swap; the window stays in the store and its next attempt finds it landed or not).
+   * The branch leases the worker held are handed back, so the next process (or replica) does not
+   * wait out their TTL.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const w = this.worker;
     this.worker = undefined;
     if (w) await w.terminate();
-    this.failAll('the git engine is shut down');
+    this.failAll('the git engine is shut down', 'Cancelled');
+    const lease = this.opts.lease;
+    const held = [...this.branchLeases];
+    this.branchLeases.clear();
+    if (lease) await Promise.all(held.map(([name, token]) => lease.releaseLease(name, this.holder, token).catch(() => undefined)));
   }
 
   private ensure(): Worker {
@@ -116,8 +143,8 @@ export class GitWorker implements CommitEngine {
     return w;
   }
 
-  private failAll(message: string): void {
-    for (const p of this.pending.values()) p.reject(new GitEngineError('Unreachable', message, true));
+  private failAll(message: string, reason: GitErrorReason = 'Unreachable'): void {
+    for (const p of this.pending.values()) p.reject(new GitEngineError(reason, message, reason === 'Unreachable'));
     this.pending.clear();
   }
 
@@ -125,6 +152,13 @@ export class GitWorker implements CommitEngine {
     if (msg.type === 'lease') {
       const lease = this.opts.lease;
       const call = lease ? (lease[msg.op] as (...a: unknown[]) => Promise<unknown>).apply(lease, msg.args) : Promise.reject(new Error('no lease store'));
+      const name = msg.args[0] as string;
+      if (msg.op === 'releaseLease') this.branchLeases.delete(name);
+      if (msg.op === 'acquireLease')
+        void call.then((got) => {
+          const token = (got as { token?: number } | null)?.token;
+          if (token !== undefined) this.branchLeases.set(name, token);
+        }, () => undefined);
       call.then(
         (value) => w.postMessage({ type: 'lease-reply', id: msg.id, ok: true, value } satisfies ToWorker),
         (e: Error) => w.postMessage({ type: 'lease-reply', id: msg.id, ok: false, message: e?.message ?? String(e) } satisfies ToWorker),

@@ -8,12 +8,13 @@ import { join, resolve } from 'node:path';
 import { scanTree, allAcceptable, type FileTree, type TreeFile } from '../analyzer/scan.js';
 import { SCHEMA_VERSION, REASONS, type Finding, type FolderClaim, type FolderVerdict, type FileReport, type ObjectIdentity, type Reason, type ScanReport } from '../analyzer/types.js';
 import { createHttpClient } from '../git/http-client.js';
+import type { RemoteLimits } from '../git/remote-limits.js';
 import { HttpRepository, LocalRepository } from '../git/repository.js';
 import { validateRepositoryURL } from '../git/repository-url.js';
 import { DirectoryTree, gitDirOf, resolveBranch, scanBranch } from '../git/scan-source.js';
 
 export { SCHEMA_VERSION, REASONS, allAcceptable };
-export type { Finding, FolderClaim, FolderVerdict, FileReport, ObjectIdentity, Reason, ScanReport };
+export type { Finding, FolderClaim, FolderVerdict, FileReport, ObjectIdentity, Reason, ScanReport, RemoteLimits };
 
 export interface ScanSourceOptions {
   /** An https:// (or http://) URL, a bare repository, a checkout, or a plain directory. */
@@ -26,8 +27,8 @@ export interface ScanSourceOptions {
   credentials?: { username: string; password: string } | { bearerToken: string };
   /** Folders other GitTargets claim on this repository and branch (PathConflict). */
   claims?: FolderClaim[];
-  /** Per HTTP request, for URLs (default 30 s). */
-  timeoutMs?: number;
+  /** For URLs: the engine's limits on one remote response (size and time; src/git/remote-limits.ts defaults). */
+  remoteLimits?: Partial<RemoteLimits>;
 }
 
 export class AnalyzerError extends Error {
@@ -44,7 +45,7 @@ async function scan(opts: ScanSourceOptions, path: string, scope: 'folder' | 're
     if (bad) throw new AnalyzerError(bad);
     const cache = await mkdtemp(join(tmpdir(), 'reverser-analyze-'));
     try {
-      const repo = new HttpRepository(opts.repository.replace(/\/+$/, ''), opts.credentials, cache, createHttpClient(opts.timeoutMs));
+      const repo = new HttpRepository(opts.repository.replace(/\/+$/, ''), opts.credentials, cache, createHttpClient(opts.remoteLimits));
       const branch = opts.branch ?? (await defaultBranchOf(repo));
       return await scanBranch(repo, branch, { ...base, repository: repo.display });
     } catch (e) {

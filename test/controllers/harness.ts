@@ -9,7 +9,7 @@ import type { TestContext } from 'node:test';
 import { createStore, type KubeObject, type Store } from '../../src/storage/index.js';
 import { startControllers, type RunningControllers } from '../../src/controllers/index.js';
 import { parseControllers } from '../../src/controllers/names.js';
-import { GitWorker } from '../../src/git/worker.js';
+import { GitWorker, type GitWorkerOptions } from '../../src/git/worker.js';
 import { createLogger } from '../../src/metrics/logger.js';
 import type { TargetKey } from '../../src/controllers/windows/types.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
@@ -53,11 +53,30 @@ export interface Harness {
 
 export async function startHarness(
   t: TestContext,
-  opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string; attribution?: AttributionConfig; metrics?: MetricsRegistry },
+  opts: {
+    dataDir: string;
+    store?: Store;
+    holder?: string;
+    leaseTtlMs?: number;
+    requestGraceMs?: number;
+    controllers?: string;
+    attribution?: AttributionConfig;
+    metrics?: MetricsRegistry;
+    /** Receives every log line (JSON) at level info and above, besides TEST_LOG. */
+    logLines?: (line: string) => void;
+    engine?: Partial<GitWorkerOptions>;
+  },
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
-  const engine = new GitWorker({ allowInsecureCredentials: true,  dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000 });
-  const log = createLogger(process.env.TEST_LOG ? 'debug' : 'error');
+  // As the server configures it (cli/serve.ts): network failures are reported by their first attempt.
+  const engine = new GitWorker({ allowInsecureCredentials: true, dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000, unreachableRetryMs: 0, ...opts.engine });
+  const lines = opts.logLines;
+  const log = lines
+    ? createLogger('info', (l) => {
+        lines(l);
+        if (process.env.TEST_LOG) process.stderr.write(l);
+      })
+    : createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
     { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics },
     parseControllers(opts.controllers ?? 'all'),

@@ -107,11 +107,13 @@ test('maxAgeSeconds closes a window that never goes quiet (Auto) and an OnReques
   const remote = await gitServer(t);
   const h = await startHarness(t, { dataDir: dir });
   await createGitSecret(h.store, remote);
-  const auto = await createGitTarget(h.store, 'busy', remote.url('config'), { idleSeconds: 3, maxAgeSeconds: 2 });
+  // A valid spec (maxAgeSeconds ≥ idleSeconds): an invalid one made every status write fail (422),
+  // and a failing reconcile now waits out its backoff instead of re-running at once.
+  const auto = await createGitTarget(h.store, 'busy', remote.url('config'), { idleSeconds: 2, maxAgeSeconds: 2 });
   const onreq = await createGitTarget(h.store, 'quiet', remote.url('config'), { mode: 'OnRequest', maxAgeSeconds: 2 });
   const opened = Date.now();
   await h.running.sink!.add(onreq.key, [configMap('q', { v: '1' }, 'team-b')]);
-  // A change every 500 ms: the 3 s idle timer never fires, the 2 s max age does.
+  // A change every 500 ms: the 2 s idle timer never fires, the 2 s max age does.
   for (let i = 0; i < 6; i++) {
     await h.running.sink!.add(auto.key, [configMap(`busy-${i}`, { v: '1' })]);
     await new Promise((r) => setTimeout(r, 500));

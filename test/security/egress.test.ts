@@ -70,7 +70,7 @@ test('DNS rebinding: a name allowed on one lookup and denied on the next is refu
   try {
     const answers = ['127.0.0.1', '127.0.0.2'];
     const policy = new EgressPolicy({ denyCIDRs: ['127.0.0.2/32'] }, (_host, cb) => cb(null, [{ address: answers.shift() ?? '127.0.0.2', family: 4 }]));
-    const client = createHttpClient(5_000, policy);
+    const client = createHttpClient({ totalTimeoutMs: 5_000 }, policy);
     const first = await client.request({ url: `http://rebind.test:${port}/a`, method: 'GET', headers: {} });
     assert.equal(first.statusCode, 200);
     await assert.rejects(client.request({ url: `http://rebind.test:${port}/b`, method: 'GET', headers: {} }), {

@@ -1,6 +1,10 @@
 // A keyed work queue in the style of client-go's: a key waiting to be processed is queued once no
 // matter how often it is added; a key is processed by one worker at a time, and one added while it
 // is being processed runs again afterwards; a failure retries with per-key exponential backoff.
+// With `holdBackoff`, a key's backoff holds against every add() — the controller's own status and
+// record writes come back as events and would otherwise retry a failing key at once, over and over —
+// and only reset() (a user's spec change, a deletion) ends it early. Failures are logged once per
+// state change (a new error, then the recovery), not once per attempt.
 import type { Logger } from '../../metrics/logger.js';
 
 export interface QueueResult {
@@ -13,6 +17,10 @@ export interface WorkQueueOptions {
   concurrency?: number;
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** The wait before retrying a key whose processing threw for the `failures`-th time in a row (default: base·2^(n-1), capped). */
+  backoff?(error: unknown, failures: number): number;
+  /** A key waiting out a failure's backoff is not processed earlier by add(); only reset() ends the wait. */
+  holdBackoff?: boolean;
   log?: Logger;
 }
 
@@ -21,8 +29,12 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout; backoff?: boolean }>();
   private readonly failures = new Map<string, number>();
+  /** The error last logged per failing key: a failure is logged when it differs. */
+  private readonly lastError = new Map<string, string>();
+  /** Keys reset() while being processed: their next run comes right after, whatever the outcome. */
+  private readonly resetWhileActive = new Set<string>();
   private running = 0;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -35,6 +47,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.stopped) return;
     const t = this.timers.get(key);
+    if (t?.backoff && this.opts.holdBackoff) return;
     if (t) {
       clearTimeout(t.timer);
       this.timers.delete(key);
@@ -51,18 +64,36 @@ export class WorkQueue {
 
   /** Adds the key after `ms`; an earlier pending timer for the key wins over a later one. */
   addAfter(key: string, ms: number): void {
+    this.schedule(key, ms, false);
+  }
+
+  /** Ends the key's failure backoff and processes it now: something a user changed may fix it. */
+  reset(key: string): void {
     if (this.stopped) return;
-    if (ms <= 0) return this.add(key);
+    this.failures.delete(key);
+    const t = this.timers.get(key);
+    if (t) {
+      clearTimeout(t.timer);
+      this.timers.delete(key);
+    }
+    if (this.active.has(key)) this.resetWhileActive.add(key);
+    this.add(key);
+  }
+
+  private schedule(key: string, ms: number, backoff: boolean): void {
+    if (this.stopped) return;
+    if (ms <= 0 && !backoff) return this.add(key);
     const at = Date.now() + ms;
     const cur = this.timers.get(key);
-    if (cur && cur.at <= at) return;
+    // A held backoff is not shortened by a requeue timer.
+    if (cur && (cur.at <= at || (cur.backoff && this.opts.holdBackoff))) return;
     if (cur) clearTimeout(cur.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, ms);
     timer.unref?.();
-    this.timers.set(key, { at, timer });
+    this.timers.set(key, { at, timer, backoff });
   }
 
   get length(): number {
@@ -79,6 +110,7 @@ export class WorkQueue {
     this.stopped = true;
     for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();
+    this.lastError.clear();
     this.ready.length = 0;
     this.queued.clear();
     await this.drained();
@@ -98,21 +130,34 @@ export class WorkQueue {
 
   private async run(key: string): Promise<void> {
     let retryAfter: number | undefined;
+    let failed = false;
     try {
       const r = await this.process(key);
+      const n = this.failures.get(key);
       this.failures.delete(key);
+      if (this.lastError.delete(key)) this.opts.log?.info(`${this.opts.name}: reconcile succeeded again`, { key, failedAttempts: n });
       retryAfter = r?.requeueAfterMs;
     } catch (e) {
+      failed = true;
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
-      retryAfter = Math.min((this.opts.baseDelayMs ?? 100) * 2 ** (n - 1), this.opts.maxDelayMs ?? 30_000);
-      this.opts.log?.warn(`${this.opts.name}: reconcile failed, retrying`, { key, attempt: n, retryInMs: retryAfter, error: (e as Error).message });
+      retryAfter = this.opts.backoff ? this.opts.backoff(e, n) : Math.min((this.opts.baseDelayMs ?? 100) * 2 ** (n - 1), this.opts.maxDelayMs ?? 30_000);
+      const error = (e as Error)?.message ?? String(e);
+      if (this.lastError.get(key) !== error) {
+        this.lastError.set(key, error);
+        const reason = (e as { reason?: unknown })?.reason;
+        this.opts.log?.warn(`${this.opts.name}: reconcile failed, retrying`, { key, attempt: n, retryInMs: Math.round(retryAfter), ...(typeof reason === 'string' ? { reason } : {}), error });
+      }
     } finally {
       this.active.delete(key);
       this.running--;
     }
-    if (this.dirty.delete(key)) this.add(key);
-    else if (retryAfter !== undefined) this.addAfter(key, retryAfter);
+    const reset = this.resetWhileActive.delete(key);
+    // Events that came while a failing key was processed are (with holdBackoff) its own writes:
+    // they wait for the backoff like everything else.
+    const dirty = this.dirty.delete(key) && !(failed && this.opts.holdBackoff);
+    if (reset || dirty) this.add(key);
+    else if (retryAfter !== undefined) this.schedule(key, retryAfter, failed);
     this.pump();
   }
 }

@@ -13,7 +13,9 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { routeOf, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
-import { setCondition, updateStatus } from '../status.js';
+import { updateStatus } from '../status.js';
+import { CoalescedWrites, applyTargetStatus, type TargetStatus } from './target-status.js';
+import { commitBackoff } from './backoff.js';
 import { SystemClient } from '../client.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
@@ -55,6 +57,11 @@ export class WindowsController {
   private readonly windows: Informer;
   private readonly queue: WorkQueue;
   private readonly pendingWrittenAt = new Map<string, number>();
+  /** GitTargets whose last commit attempt failed: their pendingChanges follow the record (notePending). */
+  private readonly failing = new Set<string>();
+  private readonly pendingWrites = new CoalescedWrites(PENDING_STATUS_INTERVAL_MS, (key) => this.writePendingWhileFailing(key));
+  /** The remote work of the commit in progress per GitTarget, cancelled when the GitTarget is deleted or its spec changes. */
+  private readonly inflight = new Map<string, AbortController>();
   private readonly sweptAt = new Map<string, number>();
   private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
@@ -74,9 +81,33 @@ export class WindowsController {
       (tiers) => this.joined(tiers),
     );
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
-    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, maxDelayMs: 10_000 });
-    deps.gitTargets.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: (o) => this.queue.add(keyOf(o, clusterOf(o))) });
-    this.windows.on({ upsert: (o) => this.queue.add(keyOf(o, clusterOf(o))), delete: () => undefined });
+    // A failed commit's backoff holds against our own status and record writes (backoff.ts).
+    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, holdBackoff: true, backoff: commitBackoff });
+    deps.gitTargets.on({
+      upsert: (o, old) => {
+        const key = keyOf(o, clusterOf(o));
+        // A user's spec change may fix what failed: it ends the backoff and the stale attempt.
+        // Status writes (ours, the mirror's) do not change the generation.
+        if (old && (old.metadata.generation !== o.metadata.generation || old.metadata.uid !== o.metadata.uid)) {
+          this.inflight.get(key)?.abort();
+          this.queue.reset(key);
+        } else this.queue.add(key);
+      },
+      delete: (o) => {
+        const key = keyOf(o, clusterOf(o));
+        this.inflight.get(key)?.abort();
+        this.queue.reset(key);
+      },
+    });
+    this.windows.on({
+      upsert: (o) => {
+        const key = keyOf(o, clusterOf(o));
+        this.queue.add(key);
+        // While a GitTarget's commits fail, reconciles wait out the backoff: pendingChanges follows the record from here.
+        if (this.failing.has(key)) this.pendingWrites.note(key);
+      },
+      delete: () => undefined,
+    });
     // Facts arrived on a route (posted to this replica): its targets look again now.
     this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
       for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
@@ -95,6 +126,7 @@ export class WindowsController {
 
   async stop(): Promise<void> {
     this.unsubscribeFacts?.();
+    this.pendingWrites.stop();
     this.windows.stop();
     await this.queue.stop();
   }
@@ -228,6 +260,9 @@ export class WindowsController {
     const authorKind: AuthorKind = w.request?.authorKind ?? w.authorKind ?? 'committer';
     const message = w.request?.message ?? generatedMessage(w, `${target.namespace}/${target.name}`);
     let result;
+    const key = `${target.cluster}/${target.namespace}/${target.name}`;
+    const cancel = new AbortController();
+    this.inflight.set(key, cancel);
     try {
       result = await this.deps.engine.commit({
         // The tenant partitions local: repositories (src/git/repository-url.ts localGitdir).
@@ -238,11 +273,17 @@ export class WindowsController {
         author,
         committer,
         message,
-      });
+      }, { signal: cancel.signal });
     } catch (e) {
+      // Cancelled: the GitTarget was deleted or changed (the queue runs it again at once) or the
+      // process stops. Not a failure: no status, no backoff, no log line.
+      if (e instanceof GitEngineError && e.reason === 'Cancelled') return;
       await this.commitFailed(gt, target, w, e);
       throw e;
+    } finally {
+      if (this.inflight.get(key) === cancel) this.inflight.delete(key);
     }
+    this.failing.delete(key);
     const now = Date.now();
     // AlreadyPresent on a retry means the earlier attempt pushed before we could record it.
     const landed = result.outcome === 'Committed' || (w.closing!.attempts > 1 && result.sha !== undefined);
@@ -293,10 +334,13 @@ export class WindowsController {
     const err = e instanceof GitEngineError ? e : undefined;
     const reason = err?.reason ?? 'CommitFailed';
     const msg = (e as Error)?.message ?? String(e);
-    this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
     // Durably: the windows queued behind this one coalesce from now on (record.ts, coalesceBacklog).
     await this.records.mutate(target, (r) => noteFailedAttempt(r, w.seq, Date.now())).catch(() => undefined);
-    await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
+    // The queue logs the failure once per change of error (runtime/queue.ts); the status says it
+    // from the first failed attempt on, with the pending count as it is now.
+    this.failing.add(`${target.cluster}/${target.namespace}/${target.name}`);
+    const rec = await this.records.get(target).catch(() => undefined);
+    await this.writeTargetStatus(gt, { repoError: { reason, message: msg }, ...(rec ? { pending: pendingCount(rec) } : {}) }).catch(() => undefined);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.
     const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';
@@ -324,6 +368,8 @@ export class WindowsController {
   private async targetGone(key: string): Promise<void> {
     this.audit.forget(key);
     this.pendingWrittenAt.delete(key);
+    this.failing.delete(key);
+    this.pendingWrites.forget(key);
     const rec = this.windows.get(key) as import('./record.js').WindowRecord | undefined;
     if (!rec) return;
     const target = rec.target;
@@ -352,6 +398,15 @@ export class WindowsController {
     if (n) this.deps.log.info('deleted snapshot chunks no window refers to', { gitTarget: `${target.namespace}/${target.name}`, chunks: n });
   }
 
+  /** status.pendingChanges of a failing GitTarget, by the replica holding its lease. */
+  private async writePendingWhileFailing(key: string): Promise<void> {
+    const gt = this.deps.gitTargets.get(key);
+    const rec = this.windows.get(key) as WindowRecord | undefined;
+    if (!gt || !rec || rec.target.uid !== gt.metadata.uid || !this.failing.has(key)) return;
+    if (!this.deps.keeper.holds(targetLeaseName(rec.target))) return;
+    await this.writeTargetStatus(gt, { pending: pendingCount(rec) }).catch((e) => this.deps.log.debug('pendingChanges not written', { gitTarget: key, error: (e as Error).message }));
+  }
+
   private statusClient(): SystemClient {
     return this.deps.client ?? (this.deps.client = SystemClient.forStore(this.deps.store));
   }
@@ -361,27 +416,9 @@ export class WindowsController {
     await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, fn);
   }
 
-  private async writeTargetStatus(
-    gt: KubeObject,
-    s: { pending?: number; lastCommit?: { sha: string; time: string }; repoOK?: boolean; repoError?: { reason: string; message: string } },
-  ): Promise<void> {
+  private async writeTargetStatus(gt: KubeObject, s: TargetStatus): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
-    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => {
-      let changed = false;
-      // A GitTarget that never had a pending change gets no status write (absent reads as 0).
-      if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
-        status.pendingChanges = s.pending;
-        changed = true;
-      }
-      if (s.lastCommit) {
-        status.lastCommit = s.lastCommit;
-        changed = true;
-      }
-      const gen = obj.metadata.generation;
-      if (s.repoOK) changed = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen) || changed;
-      if (s.repoError) changed = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen) || changed;
-      return changed;
-    });
+    await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => applyTargetStatus(status, obj, s));
   }
 }
 

@@ -1,0 +1,86 @@
+// The windows controller's part of a GitTarget's status (controllers/status.ts says who owns what):
+// pendingChanges, lastCommit and RepositoryReady — and Ready, recomputed in the same write when
+// RepositoryReady changes, so a failing remote shows on Ready at once rather than at the mirror's
+// next status write.
+import type { KubeObject } from '../../storage/types.js';
+import { readyCondition } from '../mirror/status.js';
+import { setCondition, type Condition } from '../status.js';
+
+export interface TargetStatus {
+  pending?: number;
+  lastCommit?: { sha: string; time: string };
+  repoOK?: boolean;
+  repoError?: { reason: string; message: string };
+}
+
+/** Edits `status` in place (updateStatus's callback); false when nothing changed (no write). */
+export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObject, s: TargetStatus): boolean {
+  let changed = false;
+  // A GitTarget that never had a pending change gets no status write (absent reads as 0).
+  if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
+    status.pendingChanges = s.pending;
+    changed = true;
+  }
+  if (s.lastCommit) {
+    status.lastCommit = s.lastCommit;
+    changed = true;
+  }
+  const gen = obj.metadata.generation;
+  let repoChanged = false;
+  if (s.repoOK) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen);
+  if (s.repoError) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen);
+  if (repoChanged) refreshReady(status);
+  return changed || repoChanged;
+}
+
+const MIRROR_INPUTS = ['Validated', 'SourceReachable', 'Synced'];
+
+/**
+ * Ready as the mirror computes it (mirror/status.ts). Ready and the other inputs are the mirror's:
+ * where it has not written Ready yet none is added, and an input it has not reported yet is left
+ * for its own write to judge.
+ */
+function refreshReady(status: Record<string, unknown>): void {
+  const conds = (Array.isArray(status.conditions) ? status.conditions : []) as Condition[];
+  const ready = conds.find((c) => c.type === 'Ready');
+  if (!ready || ready.reason === 'Suspended') return;
+  const unreported = MIRROR_INPUTS.filter((t) => !conds.some((c) => c.type === t)).map((type): Condition => ({ type, status: 'True', reason: '', message: '' }));
+  setCondition(status, { type: 'Ready', ...readyCondition([...conds, ...unreported], false) }, ready.observedGeneration);
+}
+
+/**
+ * Writes coalesced per key: after note(key), `write(key)` runs once, at most once per `intervalMs`
+ * however often the key is noted meanwhile (status.pendingChanges during an edit storm).
+ */
+export class CoalescedWrites {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly lastAt = new Map<string, number>();
+
+  constructor(
+    private readonly intervalMs: number,
+    private readonly write: (key: string) => Promise<void>,
+  ) {}
+
+  note(key: string): void {
+    if (this.timers.has(key)) return;
+    const wait = Math.max(0, (this.lastAt.get(key) ?? 0) + this.intervalMs - Date.now());
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.lastAt.set(key, Date.now());
+      void this.write(key);
+    }, wait);
+    timer.unref?.();
+    this.timers.set(key, timer);
+  }
+
+  forget(key: string): void {
+    clearTimeout(this.timers.get(key));
+    this.timers.delete(key);
+    this.lastAt.delete(key);
+  }
+
+  stop(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+}
