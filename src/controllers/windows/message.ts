@@ -10,8 +10,17 @@ function describe(c: PendingChange): string {
   return `${c.ref.kind} ${c.ref.namespace ? `${c.ref.namespace}/` : ''}${c.ref.name}`;
 }
 
+/** The subject of a commit of what changed while no replica watched the source (docs/git-engine.md). */
+export const RESYNC_SUBJECT = 'Resync: changes made while reverser-apiserver was not watching';
+
 export function generatedMessage(w: Window, target: string): string {
   const changes = w.changes.map((x) => x.change);
+  if (w.resync) {
+    // What the re-list found that neither the branch nor the open window held (reconcile.ts); the
+    // engine commits only the objects among these that differ from the branch.
+    const n = w.chunkedChanges ?? changes.length;
+    return `${RESYNC_SUBJECT}\n\nRe-listed ${target}: ${n} object${n === 1 ? '' : 's'} not pending in the open window were compared with the branch; this commit holds those that differed.`;
+  }
   if (w.kind === 'snapshot') {
     const writes = changes.filter((c) => c.op === 'write').length;
     const deletes = changes.length - writes;
