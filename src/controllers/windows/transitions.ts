@@ -85,6 +85,9 @@ export function applySnapshot(
     }
   }
   dropLeaving(open, leaving);
+  // A window the re-list emptied holds nothing of anyone's any more (a request attached to it stays, and ends AlreadyPresent).
+  if (open && open.changes.length === 0 && !open.request) r.windows.splice(r.windows.indexOf(open), 1);
+  const before = open && r.windows.includes(open) ? open : undefined;
   const w: Window = { seq: r.nextSeq++, kind: 'snapshot', snapshotId: input.id, authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
   if (isResync(r, input.id)) w.resync = true;
   mergeChanges(w, changes);
@@ -94,7 +97,7 @@ export function applySnapshot(
   }
   w.closing = { reason: w.resync ? 'resync' : 'snapshot', at: now, attempts: 0 };
   // Before the open window: it keeps collecting (and stays the one a CommitRequest claims).
-  if (open) r.windows.splice(r.windows.indexOf(open), 0, w);
+  if (before) r.windows.splice(r.windows.indexOf(before), 0, w);
   else r.windows.push(w);
 }
 
