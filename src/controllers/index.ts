@@ -16,6 +16,7 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import type { EventRecorder } from './events/recorder.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -47,6 +48,8 @@ export interface ControllerDeps {
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
   requestMetrics?: RequestMetrics;
+  /** Kubernetes Events about GitTargets and CommitRequests (src/controllers/events/); none when absent. */
+  events?: EventRecorder;
 }
 
 export interface RunningControllers {
@@ -78,14 +81,14 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
-    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
+    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs, events: deps.events });
     stops.push(() => requests!.stop());
   }
   if (enabled.has('mirror')) {
@@ -104,7 +107,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, events: deps.events });
     });
     stops.unshift(async () => {
       await mirror?.stop();

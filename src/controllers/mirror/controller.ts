@@ -15,6 +15,7 @@ import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { SystemClient } from '../client.js';
+import type { EventRecorder } from '../events/recorder.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -31,6 +32,8 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** Kubernetes Events (SourceUnreachable); none when absent. */
+  events?: EventRecorder;
 }
 
 interface Running {
@@ -105,7 +108,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
     const k = parseKey(key);
-    return writeMirrorStatus(client, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
   };
 
   // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.

@@ -15,6 +15,7 @@ import type { ControllerMetrics } from '../metrics.js';
 import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import { setCondition, updateStatus } from '../status.js';
 import { SystemClient } from '../client.js';
+import { committed, pushFailed, type EventRecorder } from '../events/index.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
@@ -43,6 +44,8 @@ export interface WindowsControllerDeps {
   credentials?(gitTarget: KubeObject): Promise<GitCredentials | undefined>;
   /** Per-edit attribution from audit facts; without it every window is unattributed. */
   attribution?: AttributionConfig;
+  /** Kubernetes Events (Committed, PushFailed); none when absent. */
+  events?: EventRecorder;
 }
 
 export function targetKeyOf(gt: KubeObject): TargetKey {
@@ -266,6 +269,7 @@ export class WindowsController {
     // The outcome is recorded: nothing refers to the chunks any more (a crash before this leaves them to sweep()).
     if (w.chunks) await this.sink.chunks.remove(target, w.snapshotId!, w.chunks).catch((e) => this.deps.log.warn('could not delete the chunks of a committed snapshot', { gitTarget: `${target.namespace}/${target.name}`, error: (e as Error).message }));
     const m = this.deps.metrics;
+    if (landed && sha && this.deps.events) committed(this.deps.events, gt, sha, spec.branch, message);
     if (landed) m?.commits.inc({ author_kind: authorKind });
     m?.windowChanges.observe(w.changes.length);
     m?.windowAge.observe(Math.max(0, (w.closing!.at - w.openedAt) / 1000));
@@ -294,6 +298,7 @@ export class WindowsController {
     const msg = (e as Error)?.message ?? String(e);
     this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
     await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
+    if (this.deps.events) pushFailed(this.deps.events, gt, reason, msg);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.
     const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';
