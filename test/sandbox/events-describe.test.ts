@@ -6,6 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { startServer, type StartedServer } from '../support/server.js';
 import { Kubectl, kubectlBinary } from '../support/kubectl.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
@@ -99,4 +100,23 @@ test('kubectl describe gittarget shows Warning PushFailed with why, repeats coun
     return r.length ? r : undefined;
   }, 30_000, 200);
   assert.deepEqual(creq.map(([t, r, , f, m]) => [t, r, f, m]), [['Normal', 'NothingToCommit', FROM, 'no pending change was collected for this request within its close delay; nothing to commit']]);
+});
+
+test('kubectl describe gittarget shows Warning SourceUnreachable when its source cannot be reached, with no credential in it', { timeout: 90_000 }, async () => {
+  // The server's own admin kubeconfig (client certificate and key inline), pointed at a port nothing listens on.
+  const kubeconfig = readFileSync(server.kubeconfig, 'utf8').replace(/server: https:\/\/[^\s]+/, 'server: https://127.0.0.1:1');
+  await ok(kubectl, ['create', 'secret', 'generic', 'dead-source', '-n', 'team-a', '--from-file=value=/dev/stdin'], kubeconfig);
+  const target = JSON.parse(gitTarget('far', remote.url('team-a')));
+  target.spec.source = { kubeConfig: { secretRef: { name: 'dead-source' } } };
+  await ok(kubectl, ['apply', '-f', '-'], JSON.stringify(target));
+  const rows = await waitFor('the SourceUnreachable event', async () => {
+    const r = await describedEvents('gittarget', 'far');
+    return r.find((x) => x[1] === 'SourceUnreachable');
+  }, 60_000, 500);
+  const [type, , , from, message] = rows;
+  assert.deepEqual([type, from], ['Warning', FROM]);
+  assert.match(message!, /^Unreachable: /);
+  const key = /client-key-data: (\S+)/.exec(kubeconfig)![1]!;
+  const all = await ok(kubectl, ['get', 'events', '-n', 'team-a', '-o', 'json']);
+  assert.ok(!all.includes(key.slice(0, 40)), 'no key material in any Event');
 });

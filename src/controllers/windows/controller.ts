@@ -298,7 +298,8 @@ export class WindowsController {
     const msg = (e as Error)?.message ?? String(e);
     this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
     await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
-    if (this.deps.events) pushFailed(this.deps.events, gt, reason, msg);
+    // A lost lease is this replica's business, not the GitTarget's: the next holder commits.
+    if (this.deps.events && reason !== 'LeaseLost') pushFailed(this.deps.events, gt, reason, msg);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.
     const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';
