@@ -105,7 +105,7 @@ test('kubectl describe gittarget shows Warning PushFailed with why, repeats coun
 test('kubectl describe gittarget shows Warning SourceUnreachable when its source cannot be reached, with no credential in it', { timeout: 90_000 }, async () => {
   // The server's own admin kubeconfig (client certificate and key inline), pointed at a port nothing listens on.
   const kubeconfig = readFileSync(server.kubeconfig, 'utf8').replace(/server: https:\/\/[^\s]+/, 'server: https://127.0.0.1:1');
-  await ok(kubectl, ['create', 'secret', 'generic', 'dead-source', '-n', 'team-a', '--from-file=value=/dev/stdin'], kubeconfig);
+  await ok(kubectl, ['create', 'secret', 'generic', 'dead-source', '-n', 'team-a', `--from-literal=value=${kubeconfig}`]);
   const target = JSON.parse(gitTarget('far', remote.url('team-a')));
   target.spec.source = { kubeConfig: { secretRef: { name: 'dead-source' } } };
   await ok(kubectl, ['apply', '-f', '-'], JSON.stringify(target));
