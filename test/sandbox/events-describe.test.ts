@@ -120,3 +120,21 @@ test('kubectl describe gittarget shows Warning SourceUnreachable when its source
   const all = await ok(kubectl, ['get', 'events', '-n', 'team-a', '-o', 'json']);
   assert.ok(!all.includes(key.slice(0, 40)), 'no key material in any Event');
 });
+
+test('the sandbox serves events.k8s.io/v1 events: create, list by regarding.*, patch a series; a missing required field is 422', { timeout: 60_000 }, async () => {
+  const ev = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({
+    apiVersion: 'events.k8s.io/v1', kind: 'Event', metadata: { name, namespace: 'team-a' },
+    eventTime: '2026-12-01T12:00:00.000000Z', reportingController: 'example.com/tool', reportingInstance: 'i-1', action: 'Sync', reason: 'Synced',
+    regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'one', uid: 'u-1' }, note: 'synced', type: 'Normal', ...extra,
+  });
+  assert.equal(await ok(kubectl, ['create', '-f', '-'], ev('one.1')), 'event.events.k8s.io/one.1 created\n');
+  await ok(kubectl, ['create', '-f', '-'], ev('other.1', { regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'other', uid: 'u-2' } }));
+  const listed = JSON.parse(await ok(kubectl, ['get', 'events.v1.events.k8s.io', '-n', 'team-a', '--field-selector', 'regarding.name=one,regarding.kind=ConfigMap', '-o', 'json']));
+  assert.deepEqual(listed.items.map((e: { metadata: { name: string } }) => e.metadata.name), ['one.1']);
+  await ok(kubectl, ['patch', 'events.v1.events.k8s.io', 'one.1', '-n', 'team-a', '--type=merge', '-p', '{"series":{"count":2,"lastObservedTime":"2026-12-01T12:01:00.000000Z"}}']);
+  const patched = JSON.parse(await ok(kubectl, ['get', 'events.v1.events.k8s.io', 'one.1', '-n', 'team-a', '-o', 'json']));
+  assert.deepEqual(patched.series, { count: 2, lastObservedTime: '2026-12-01T12:01:00.000000Z' });
+  const refused = await kubectl.run(['create', '-f', '-'], { stdin: ev('bad.1', { reportingController: undefined }) });
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stderr, 'The Event "bad.1" is invalid: reportingController: Required value: reportingController is required\n');
+});
