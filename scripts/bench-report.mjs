@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Rebuilds docs/benchmarks.md's tables from the raw results in bench/results/*.json (written by
+// Rebuilds docs/benchmarks.md's tables (and docs/security.md's attack table) from the raw results in bench/results/*.json (written by
 // bench/common/results.ts, one file per scenario run): for each bench, the newest file (by its
 // `date`) of every scenario of that bench. Only the regions between these markers are replaced;
 // everything outside them is hand-written prose and stays as it is:
@@ -9,7 +9,8 @@
 //   <!-- bench:report api END -->
 //
 // Usage: npm run bench:report [-- --results DIR] [--doc FILE] [--check]
-//   --check  exit 1 (and change nothing) if the document is not what the results generate.
+//   --doc    one document instead of the default ones (docs/benchmarks.md, docs/security.md)
+//   --check  exit 1 (and change nothing) if a document is not what the results generate.
 import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +22,7 @@ const opt = (name, def) => {
   return i >= 0 ? argv[i + 1] : def;
 };
 const resultsDir = opt('results', join(root, 'bench', 'results'));
-const docPath = opt('doc', join(root, 'docs', 'benchmarks.md'));
+const docPaths = opt('doc') ? [opt('doc')] : [join(root, 'docs', 'benchmarks.md'), join(root, 'docs', 'security.md')];
 const check = argv.includes('--check');
 
 /** Every record, newest first per scenario; files that do not parse are named and skipped. */
@@ -79,8 +80,12 @@ function machine(r) {
 function source(r, withMachine) {
   const m = r.machine ?? {};
   const commit = r.commit ? `${r.commit.slice(0, 7)}${r.dirty ? ' + uncommitted changes' : ''}` : 'no commit';
+  // What a run measured that its metric names do not say (a list's length, another build).
+  const what = [r.params?.items ? `${r.params.items.toLocaleString('en-US')} list items` : '', r.params?.serverMain ? `server ${r.params.serverMain}` : '']
+    .filter(Boolean)
+    .join(', ');
   return (
-    `\`${r.scenario}\`: ${r.date.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, commit ${commit}, ` +
+    `\`${r.scenario}\`: ${what ? `${what}; ` : ''}${r.date.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}, commit ${commit}, ` +
     `${withMachine ? `${machine(r)}, ` : ''}load average ${load(m.loadAverageStart)} → ${load(m.loadAverageEnd)} ` +
     `([${r.file}](../bench/results/${r.file}))`
   );
@@ -133,17 +138,21 @@ export function renderDoc(doc, records) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const doc = readFileSync(docPath, 'utf8');
-  const regions = [...doc.matchAll(MARK)].map((m) => m[1]);
-  const out = renderDoc(doc, loadRecords(resultsDir));
-  if (check) {
-    if (out !== doc) {
-      process.stderr.write(`${docPath} is not what bench/results/ generates: run npm run bench:report\n`);
-      process.exit(1);
+  const records = loadRecords(resultsDir);
+  let stale = false;
+  for (const docPath of docPaths) {
+    const doc = readFileSync(docPath, 'utf8');
+    const regions = [...doc.matchAll(MARK)].map((m) => m[1]);
+    const out = renderDoc(doc, records);
+    if (check) {
+      if (out !== doc) {
+        process.stderr.write(`${docPath} is not what bench/results/ generates: run npm run bench:report\n`);
+        stale = true;
+      } else process.stdout.write(`${docPath} is up to date (${regions.length} generated regions)\n`);
+    } else {
+      if (out !== doc) writeFileSync(docPath, out);
+      process.stdout.write(`${docPath}: ${regions.length} generated regions (${regions.join(', ')})${out === doc ? ', unchanged' : ', rewritten'}\n`);
     }
-    process.stdout.write(`${docPath} is up to date (${regions.length} generated regions)\n`);
-  } else {
-    if (out !== doc) writeFileSync(docPath, out);
-    process.stdout.write(`${docPath}: ${regions.length} generated regions (${regions.join(', ')})${out === doc ? ', unchanged' : ', rewritten'}\n`);
   }
+  if (stale) process.exit(1);
 }

@@ -84,7 +84,9 @@ function toFieldErrors(errors: ErrorObject[], root: unknown): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
   // Errors inside an anyOf branch are summarised by the anyOf error itself.
-  const anyOfPaths = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.schemaPath);
+  // By schema location, which the schema bounds: a list of n bad items yields n anyOf errors but
+  // only a few distinct paths, so the check below stays O(n), not O(n²).
+  const anyOfPaths = [...new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.schemaPath))];
   for (const e of errors) {
     if (anyOfPaths.some((p) => e.schemaPath !== p && e.schemaPath.startsWith(p.replace(/\/anyOf$/, '/anyOf/')))) continue;
     const field = instanceToField(e.instancePath);
@@ -153,7 +155,7 @@ export function compileSchema(schema: TSchema): SchemaValidator {
       const warnings: string[] = [];
       if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
       if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
-      if (!fn(obj)) errors.push(...toFieldErrors(fn.errors ?? [], obj));
+      if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj)) errors.push(e);
       return { errors, warnings };
     },
   };

@@ -8,7 +8,8 @@ import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
 import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
 import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
-import { strategicMergePatch } from './strategic-merge-patch.js';
+import { strategicMergePatchWork } from './strategic-merge-patch.js';
+import { inSlices } from '../registry/apply/work.js';
 import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
 
 const { validate: validatePatch } = fastJsonPatch as unknown as typeof import('fast-json-patch');
@@ -99,7 +100,8 @@ export function decodePatch(
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
-    return { apply: (current) => checkPatchedSize(strategicMergePatch(current, patch, mergeKeys), limitBytes), warnings };
+    // In slices: a patch of one long list takes long enough to delay everyone else otherwise.
+    return { apply: async (current) => checkPatchedSize(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {

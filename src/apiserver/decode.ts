@@ -149,8 +149,26 @@ function duplicateKeyAt(text: string, offset: number): string {
   return raw;
 }
 
+/**
+ * A YAML body that is JSON (kubectl sends apply configurations as JSON), decoded by JSON.parse:
+ * the YAML parser builds a node per token and held the event loop for seconds on a 3 MiB list.
+ * Undefined when the text is not plain JSON, or has duplicate keys (the YAML path reports them).
+ */
+function asJSON(text: string, what: string): Decoded | undefined {
+  if (!/^\s*[{[]/.test(text)) return undefined;
+  try {
+    checkJSONDepth(text, what);
+    const value = JSON.parse(text) as unknown;
+    return scanJSON(text, what).length === 0 ? { value, duplicates: [] } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function decodeYAML(buf: Buffer, what: string): Decoded {
   const text = buf.toString('utf8');
+  const json = asJSON(text, what);
+  if (json) return json;
   checkYAMLDepth(text, what);
   const duplicates: string[] = [];
   const parse = (uniqueKeys: boolean) => parseYAML(text, { maxAliasCount: 100, uniqueKeys });

@@ -2,7 +2,9 @@
 import type { FastifyReply } from 'fastify';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { createGzip, gzip, gzipSync } from 'node:zlib';
+import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
@@ -66,6 +68,66 @@ export function send(reply: FastifyReply, code: number, body: unknown, output: O
   setWarnings(reply, warnings);
   if (output === 'yaml') return out(reply, code, 'application/yaml', Buffer.from(stringifyPortable(body)));
   return out(reply, code, 'application/json', jsonBody(reply, body));
+}
+
+/**
+ * JSON.stringify's output for a value of JSON data, built as work that yields every few hundred
+ * array items or object entries (src/registry/apply/work.ts): serializing a 7 MB object (a 3 MiB
+ * list and its managedFields) at once held the event loop for tens of milliseconds.
+ */
+function* stringifyWork(v: unknown, parts: string[]): Work<void> {
+  if (Array.isArray(v)) {
+    parts.push('[');
+    for (let i = 0; i < v.length; i++) {
+      if (i > 0) parts.push(',');
+      const x = v[i];
+      if (x !== null && typeof x === 'object') yield* stringifyWork(x, parts);
+      else parts.push(x === undefined || typeof x === 'function' || typeof x === 'symbol' ? 'null' : JSON.stringify(x));
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
+    parts.push(']');
+    return;
+  }
+  if (v === null || typeof v !== 'object' || typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+    parts.push(JSON.stringify(v));
+    return;
+  }
+  parts.push('{');
+  let first = true;
+  let i = 0;
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
+    parts.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
+    first = false;
+    if (x !== null && typeof x === 'object') yield* stringifyWork(x, parts);
+    else parts.push(JSON.stringify(x));
+    if ((++i & YIELD_MASK) === YIELD_MASK) yield;
+  }
+  parts.push('}');
+}
+
+const gzipAsync = promisify(gzip);
+
+/**
+ * send() for one object that may be large (the answer to a write): compact JSON is serialized in
+ * slices and gzip runs on the thread pool, so a 3 MiB list does not stop other requests meanwhile.
+ */
+export async function sendObject(reply: FastifyReply, code: number, body: unknown, output: Output = 'json', warnings: string[] = []): Promise<void> {
+  if (output !== 'json' || wantsPretty(reply)) {
+    send(reply, code, body, output, warnings);
+    return;
+  }
+  const parts: string[] = [];
+  await inSlices(stringifyWork(body, parts));
+  const bytes = Buffer.from(parts.join(''));
+  setWarnings(reply, warnings);
+  reply.code(code).header('content-type', 'application/json');
+  noCache(reply);
+  if (bytes.length > GZIP_THRESHOLD_BYTES && acceptsGzip(reply.request?.headers['accept-encoding'])) {
+    reply.header('content-encoding', 'gzip').header('vary', 'Accept-Encoding').send(await gzipAsync(bytes, { level: GZIP_LEVEL }));
+    return;
+  }
+  reply.send(bytes);
 }
 
 // Objects handed out by the store are immutable by contract (src/storage/types.ts; the watch cache

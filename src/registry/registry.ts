@@ -5,14 +5,15 @@
 // controllers call the same methods, with a RequestContext naming who acts.
 import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 import { compileSchema, type FieldValidation, type SchemaValidator } from '../api/validation.js';
-import { validateObjectMeta } from '../api/object-meta.js';
+import { finalizerErrors, validateObjectMeta } from '../api/object-meta.js';
 import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
 import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
 import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
-import { listTypeErrors } from './apply/list-rules.js';
+import { listTypeErrorsWork } from './apply/list-rules.js';
+import { breathe, inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
@@ -106,12 +107,15 @@ export class Registry {
   }
 
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
-  private validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): string[] {
+  private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
     const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
-    const errs: FieldError[] = [...errors];
-    errs.push(...validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName }));
-    if (errors.length === 0) errs.push(...listTypeErrors(obj, this.fields.shape));
-    if (errors.length === 0) errs.push(...(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj)));
+    // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
+    let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName, finalizers: false }));
+    // Each step above is one slice; finalizers and list rules go a few milliseconds at a time.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await inSlices(finalizerErrors(obj.metadata, errs));
+    if (errors.length === 0) await inSlices(listTypeErrorsWork(obj, this.fields.shape, '', errs));
+    if (errors.length === 0) errs = errs.concat(old ? this.strategy.validateUpdate(obj, old, subresource) : this.strategy.validateCreate(obj));
     if (errs.length) throw status.invalid(this.gr, obj.metadata.name ?? obj.metadata.generateName ?? '', errs);
     return [...warnings, ...(old ? this.strategy.warningsOnUpdate(obj, old) : this.strategy.warningsOnCreate(obj))];
   }
@@ -130,7 +134,7 @@ export class Registry {
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
     const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
     this.strategy.prepareForCreate(ctx, obj);
-    const warnings = this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
+    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
       delete obj.metadata[k];
     }
@@ -141,9 +145,10 @@ export class Registry {
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();
     if (this.strategy.generation) meta.generation = 1;
-    if (appliedManaged === undefined) this.fields.update(undefined, obj, undefined, opts.fieldManager, '');
+    if (appliedManaged === undefined) await this.fields.updateInSlices(undefined, obj, undefined, opts.fieldManager, '');
     else obj.metadata.managedFields = appliedManaged as never;
     stampCluster(ctx, obj); // after ownership: the server's annotation belongs to no manager
+    await breathe();
     for (let attempt = 1; ; attempt++) {
       if (!hasName) meta.name = generateName(meta.generateName!);
       if (opts.dryRun) {
@@ -193,6 +198,7 @@ export class Registry {
       // can only come from the client: an optimistic-lock precondition, never retried.
       const base = clone(old);
       delete base.metadata.resourceVersion;
+      await breathe();
       const patched = this.checkBody(await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
@@ -226,7 +232,7 @@ export class Registry {
       try {
         if (!old) {
           const desired = this.checkBody(config, namespace, name);
-          const { object } = this.fields.apply(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
+          const { object } = await this.fields.applyInSlices(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
           object.metadata.name = name;
           const managed = object.metadata.managedFields ?? [];
           const r = await this.create(ctx, namespace, object, opts, managed);
@@ -234,7 +240,7 @@ export class Registry {
         }
         const base = clone(old);
         delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
-        const { object } = this.fields.apply(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
+        const { object } = await this.fields.applyInSlices(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
         const merged = this.checkBody(object, namespace, name);
         const pinned = merged.metadata.resourceVersion;
         const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
@@ -298,9 +304,12 @@ export class Registry {
     if (m.finalizers?.length === 0) delete m.finalizers;
     dropEmptyMaps(m);
     this.strategy.prepareForUpdate(ctx, next, old, subresource);
-    const warnings = this.validate(next, old, opts.fieldValidation, true, subresource);
+    await breathe();
+    const warnings = await this.validate(next, old, opts.fieldValidation, true, subresource);
+    await breathe();
     if (o.deletionTimestamp) {
-      const added = (m.finalizers ?? []).filter((f) => !(o.finalizers ?? []).includes(f));
+      const had = new Set(o.finalizers ?? []);
+      const added = (m.finalizers ?? []).filter((f) => !had.has(f));
       if (added.length) {
         throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
       }
@@ -310,11 +319,13 @@ export class Registry {
     if (applied) {
       if (requestManaged === undefined) delete m.managedFields;
       else m.managedFields = requestManaged;
-    } else this.fields.update(old, next, requestManaged, opts.fieldManager, subresource);
+    } else await this.fields.updateInSlices(old, next, requestManaged, opts.fieldManager, subresource);
     stampCluster(ctx, next); // after ownership: the server's annotation belongs to no manager
+    await breathe();
     // A write that changes nothing but managedFields timestamps stores nothing (kube's
     // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.
     if (sameIgnoringManagedTimes(next, old)) return { object: old, warnings };
+    await breathe();
     if (opts.dryRun) return { object: next, warnings };
     const key = this.key(ctx, namespace, name);
     // Removing the last finalizer of a deleting object deletes it instead of storing the update, as

@@ -85,6 +85,8 @@ export interface ServerProcess {
   url: string;
   port: number;
   caPem: string;
+  /** Process id of the server (for /proc measurements). */
+  pid: number;
   /** stderr so far (JSON log lines), for failure messages. */
   logs(): string;
   stop(): Promise<void>;
@@ -130,7 +132,7 @@ export async function startServer(t: TestContext, ca: CA, flags: string[]): Prom
     if (Date.now() > deadline) throw new Error(`server did not answer /healthz within 20s:\n${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url, port, caPem: ca.certPem, logs: () => stderr + stdout, stop };
+  return { url, port, caPem: ca.certPem, pid: child.pid!, logs: () => stderr + stdout, stop };
 }
 
 export function kubeconfigYAML(server: string, caPem: string | undefined, user?: KeyPair): string {

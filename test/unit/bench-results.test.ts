@@ -135,7 +135,7 @@ test('bench:report replaces only the marked region, from the newest record of ea
   }
 });
 
-test('docs/benchmarks.md is what bench/results/ generates', () => {
+test('docs/benchmarks.md and docs/security.md (the attack table) are what bench/results/ generates', () => {
   const r = spawnSync(process.execPath, [REPORT, '--check'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 20_000 });
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
 });

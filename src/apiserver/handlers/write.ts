@@ -4,15 +4,17 @@ import type { DeleteOptions } from '../../registry/registry.js';
 import type { KubeObject } from '../../model/object.js';
 import { decodeApplyPatch, decodeObjectBody, decodePatch, patchKind, writeOptions } from '../body.js';
 import { mediaType, negotiateAs } from '../negotiation.js';
-import { send } from '../respond.js';
+import { send, sendObject } from '../respond.js';
+// Between decoding a (possibly 3 MiB) body and handling it, other requests get the event loop.
+import { breathe } from '../../registry/apply/work.js';
 import { partialObjectMetadata } from '../representation.js';
 import { listItems } from './list-items.js';
 import { parseListOptions } from '../list-options.js';
 import { type HandlerContext, requestContext } from './context.js';
 
-function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): void {
+function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): Promise<void> {
   const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: false, partial: true, partialList: false });
-  send(h.reply, code, output === 'partial' ? partialObjectMetadata(obj, metaVersion) : obj, output, warnings);
+  return sendObject(h.reply, code, output === 'partial' ? partialObjectMetadata(obj, metaVersion) : obj, output, warnings);
 }
 
 function kindOf(h: HandlerContext): { kind: string; version: string } {
@@ -23,15 +25,17 @@ export async function handleCreate(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = writeOptions(h.query, 'create', h.req.headers['user-agent']);
   const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  await breathe();
   const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body.value, opts);
-  respondObject(h, 201, object, [...body.warnings, ...warnings]);
+  await respondObject(h, 201, object, [...body.warnings, ...warnings]);
 }
 
 export async function handleUpdate(h: HandlerContext): Promise<void> {
   const opts = writeOptions(h.query, 'update', h.req.headers['user-agent']);
   const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  await breathe();
   const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body.value, opts, h.info.subresource);
-  respondObject(h, 200, object, [...body.warnings, ...warnings]);
+  await respondObject(h, 200, object, [...body.warnings, ...warnings]);
 }
 
 export async function handlePatch(h: HandlerContext): Promise<void> {
@@ -43,13 +47,15 @@ export async function handlePatch(h: HandlerContext): Promise<void> {
   const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent'], kind === 'apply');
   if (kind === 'apply') {
     const config = decodeApplyPatch(h.req.body, opts.fieldValidation);
+    await breathe();
     const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config.value, opts, h.info.subresource);
-    respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
+    await respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
     return;
   }
   const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes, mergeKeys);
+  await breathe();
   const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
-  respondObject(h, 200, object, [...patch.warnings, ...warnings]);
+  await respondObject(h, 200, object, [...patch.warnings, ...warnings]);
 }
 
 /** DeleteOptions from the body (kubectl) and/or the query string. */
@@ -88,7 +94,7 @@ export async function handleDelete(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = deleteOptions(h);
   const obj = await h.registry.delete(requestContext(h), h.info.namespace, h.info.name, opts);
-  respondObject(h, 200, obj);
+  await respondObject(h, 200, obj);
 }
 
 export async function handleDeleteCollection(h: HandlerContext): Promise<void> {

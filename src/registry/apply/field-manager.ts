@@ -13,7 +13,7 @@ import {
   type ManagerEntry,
   capUpdateManagers,
   decodeManagedFields,
-  encodeManagedFields,
+  encodeManagedFieldsWork,
   isResetRequest,
   managerId,
   printManager,
@@ -21,6 +21,7 @@ import {
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
 import { ApplyValueError, compare, toFieldSet } from './typed.js';
+import { type Work, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -84,6 +85,15 @@ export class FieldManager {
    * non-empty value replaces the stored one (how kubectl migrates client-side apply), `[{}]` resets.
    */
   update(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): void {
+    finish(this.updateWork(live, next, requestManaged, manager, subresource));
+  }
+
+  /** update() a few milliseconds at a time, giving the event loop to other requests in between (src/registry/apply/work.ts). */
+  updateInSlices(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): Promise<void> {
+    return inSlices(this.updateWork(live, next, requestManaged, manager, subresource));
+  }
+
+  private *updateWork(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): Work<void> {
     let managed: Managed;
     if (!live) managed = new Map();
     else if (subresource) managed = this.decodeOrEmpty(live.metadata.managedFields);
@@ -97,13 +107,13 @@ export class FieldManager {
       delete next.metadata.managedFields;
       return;
     }
-    this.recordUpdate(live ? withoutManaged(live) : undefined, withoutManaged(next), managed, manager || 'unknown', subresource);
+    yield* this.recordUpdate(live ? withoutManaged(live) : undefined, withoutManaged(next), managed, manager || 'unknown', subresource);
     capUpdateManagers(managed);
-    setManaged(next, managed);
+    yield* setManaged(next, managed);
   }
 
-  private recordUpdate(live: unknown, next: unknown, managed: Managed, manager: string, subresource: string): void {
-    const changed = updateOwnership(live, next, this.shape, managed, SELF, this.reset(subresource)).difference(STRIPPED);
+  private *recordUpdate(live: unknown, next: unknown, managed: Managed, manager: string, subresource: string): Work<void> {
+    const changed = (yield* updateOwnership(live, next, this.shape, managed, SELF, this.reset(subresource))).difference(STRIPPED);
     managed.delete(SELF);
     if (changed.empty()) return;
     const id = managerId(manager, 'Update', this.apiVersion, subresource);
@@ -124,6 +134,15 @@ export class FieldManager {
    * `force`), 422 for list items the merge cannot place.
    */
   apply(live: KubeObject | undefined, config: unknown, manager: string, force: boolean, subresource: string, name: string): ApplyResult {
+    return finish(this.applyWork(live, config, manager, force, subresource, name));
+  }
+
+  /** apply() a few milliseconds at a time, giving the event loop to other requests in between. */
+  applyInSlices(live: KubeObject | undefined, config: unknown, manager: string, force: boolean, subresource: string, name: string): Promise<ApplyResult> {
+    return inSlices(this.applyWork(live, config, manager, force, subresource, name));
+  }
+
+  private *applyWork(live: KubeObject | undefined, config: unknown, manager: string, force: boolean, subresource: string, name: string): Work<ApplyResult> {
     if (!isPlainObject(config)) throw status.badRequest('the apply configuration must be a YAML or JSON object');
     if (config.apiVersion !== this.apiVersion || config.kind !== this.kind) {
       const gv = typeof config.apiVersion === 'string' ? config.apiVersion : '';
@@ -139,13 +158,14 @@ export class FieldManager {
     if (live && managed.size === 0) {
       // Fields that predate any tracking are owned by "before-first-apply", so an applier's
       // change to them is a conflict instead of a silent takeover.
-      this.recordUpdate({ apiVersion: this.apiVersion, kind: this.kind }, liveValue, managed, BEFORE_FIRST_APPLY, subresource);
+      yield* this.recordUpdate({ apiVersion: this.apiVersion, kind: this.kind }, liveValue, managed, BEFORE_FIRST_APPLY, subresource);
     }
     const id = managerId(manager, 'Apply', this.apiVersion, subresource);
-    const attempt = (forced: boolean) => {
+    const self = this;
+    function* attempt(forced: boolean): Work<{ object: KubeObject; managed: Managed }> {
       const m: Managed = new Map(managed);
-      const entry: Omit<ManagerEntry, 'set'> = { manager, operation: 'Apply', apiVersion: this.apiVersion, subresource, time: managed.get(id)?.time };
-      const out = this.wrap(name, () => applyOwnership(liveValue, config, this.shape, m, id, entry, forced, this.reset(subresource)));
+      const entry: Omit<ManagerEntry, 'set'> = { manager, operation: 'Apply', apiVersion: self.apiVersion, subresource, time: managed.get(id)?.time };
+      const out = yield* self.wrap(name, applyOwnership(liveValue, config as Record<string, unknown>, self.shape, m, id, entry, forced, self.reset(subresource)));
       const mine = m.get(id);
       if (mine) {
         const set = mine.set.difference(STRIPPED);
@@ -154,10 +174,10 @@ export class FieldManager {
       }
       const object = (out.object === undefined ? clone(liveValue) : dropNulls(out.object)) as KubeObject;
       return { object, managed: m };
-    };
+    }
     let result: { object: KubeObject; managed: Managed };
     try {
-      result = attempt(force);
+      result = yield* attempt(force);
     } catch (e) {
       if (!(e instanceof ConflictsError)) throw e;
       // kubectl taking over from client-side apply: conflicts on fields whose live value is still
@@ -166,13 +186,13 @@ export class FieldManager {
       if (!allowed) throw conflictError(e.conflicts);
       const remaining = e.conflicts.filter((c) => !allowed.has(c.path));
       if (remaining.length) throw conflictError(remaining);
-      result = attempt(true);
+      result = yield* attempt(true);
     }
     const object = result.object;
     if (manager === KUBECTL_SSA_MANAGER && object.metadata?.annotations?.[LAST_APPLIED_ANNOTATION]) {
       object.metadata.annotations[LAST_APPLIED_ANNOTATION] = lastAppliedOf(config);
     }
-    setManaged(object, result.managed);
+    yield* setManaged(object, result.managed);
     return { object, warnings: [] };
   }
 
@@ -189,9 +209,9 @@ export class FieldManager {
     }
   }
 
-  private wrap<T>(name: string, fn: () => T): T {
+  private *wrap<T>(name: string, work: Work<T>): Work<T> {
     try {
-      return fn();
+      return yield* work;
     } catch (e) {
       if (e instanceof ApplyValueError) {
         const type = e.reason === 'Duplicate' ? 'FieldValueDuplicate' : 'FieldValueInvalid';
@@ -223,8 +243,8 @@ function withoutManaged(o: KubeObject): KubeObject {
   return { ...o, metadata } as KubeObject;
 }
 
-function setManaged(obj: KubeObject, managed: Managed): void {
-  const encoded = encodeManagedFields(managed);
+function* setManaged(obj: KubeObject, managed: Managed): Work<void> {
+  const encoded = yield* encodeManagedFieldsWork(managed);
   if (encoded) obj.metadata.managedFields = encoded;
   else delete obj.metadata.managedFields;
 }
@@ -244,7 +264,11 @@ export function conflictError(conflicts: Conflict[]): status.StatusError {
     return status.applyConflict(`Apply failed with 1 conflict: conflict with ${printManager(c.manager)}: ${pathString(c.path)}`, causes);
   }
   const byManager = new Map<string, Conflict[]>();
-  for (const c of conflicts) byManager.set(c.managerId, [...(byManager.get(c.managerId) ?? []), c]);
+  for (const c of conflicts) {
+    const group = byManager.get(c.managerId);
+    if (group) group.push(c);
+    else byManager.set(c.managerId, [c]);
+  }
   const lines: string[] = [];
   for (const id of [...byManager.keys()].sort()) {
     const group = byManager.get(id)!;

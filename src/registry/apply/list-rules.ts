@@ -4,28 +4,39 @@
 import type { FieldError } from '../../api/field-errors.js';
 import { goJSON } from './path.js';
 import { type Shape, fieldShape, isPlainObject, resolve } from './schema.js';
+import { type Work, YIELD_MASK, finish } from './work.js';
 
-export function listTypeErrors(value: unknown, shape: Shape, path = ''): FieldError[] {
+export function listTypeErrors(value: unknown, shape: Shape, path = '', out: FieldError[] = []): FieldError[] {
+  return finish(listTypeErrorsWork(value, shape, path, out));
+}
+
+/**
+ * One Set lookup per item and one shared output array (no spread of a child's errors into
+ * push(), which throws RangeError past about 100,000 arguments): O(n) in the value's size, and
+ * a generator that yields every few hundred items (src/registry/apply/work.ts).
+ */
+export function* listTypeErrorsWork(value: unknown, shape: Shape, path = '', out: FieldError[] = []): Work<FieldError[]> {
   const s = resolve(shape, value);
-  const out: FieldError[] = [];
   if (s.kind === 'map' && isPlainObject(value) && !s.atomic) {
-    for (const [k, v] of Object.entries(value)) out.push(...listTypeErrors(v, fieldShape(s, k), path ? `${path}.${k}` : k));
+    for (const [k, v] of Object.entries(value)) yield* listTypeErrorsWork(v, fieldShape(s, k), path ? `${path}.${k}` : k, out);
   } else if (s.kind === 'list' && Array.isArray(value) && s.listType !== 'atomic') {
     const seen = new Set<string>();
-    value.forEach((item, i) => {
-      const where = `${path}[${i}]`;
+    for (let i = 0; i < value.length; i++) {
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+      const item = value[i];
       let key: unknown = item;
       if (s.listType === 'map') {
-        if (!isPlainObject(item)) return;
+        if (!isPlainObject(item)) continue;
         key = Object.fromEntries(s.keys.filter((k) => item[k] !== undefined).map((k) => [k, item[k]]));
       } else if (item !== null && typeof item === 'object') {
-        return; // the schema reports the wrong item type
+        continue; // the schema reports the wrong item type
       }
       const id = goJSON(key);
-      if (seen.has(id)) out.push({ type: 'FieldValueDuplicate', field: where, value: key });
+      if (seen.has(id)) out.push({ type: 'FieldValueDuplicate', field: `${path}[${i}]`, value: key });
       seen.add(id);
-      out.push(...listTypeErrors(item, s.elem, where));
-    });
+      // A set's items are scalars: nothing below them to check.
+      if (s.listType === 'map') yield* listTypeErrorsWork(item, s.elem, `${path}[${i}]`, out);
+    }
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // sorted (Apply before Update, then by time, manager, apiVersion, subresource) as kube does.
 import { FieldSet } from './fieldset.js';
 import { goJSON } from './path.js';
+import { type Work, finish } from './work.js';
 
 export type Operation = 'Apply' | 'Update';
 
@@ -86,6 +87,10 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** managedFields as stored: undefined when no manager owns anything. */
 export function encodeManagedFields(managed: Managed): Record<string, unknown>[] | undefined {
+  return finish(encodeManagedFieldsWork(managed));
+}
+
+export function* encodeManagedFieldsWork(managed: Managed): Work<Record<string, unknown>[] | undefined> {
   const entries = [...managed.values()].filter((e) => !e.set.empty());
   if (entries.length === 0) return undefined;
   entries.sort(
@@ -96,14 +101,16 @@ export function encodeManagedFields(managed: Managed): Record<string, unknown>[]
       cmp(p.apiVersion, q.apiVersion) ||
       cmp(p.subresource, q.subresource),
   );
-  return entries.map((e) => {
+  const encoded: Record<string, unknown>[] = [];
+  for (const e of entries) {
     const out: Record<string, unknown> = { manager: e.manager, operation: e.operation, apiVersion: e.apiVersion };
     if (e.time) out.time = e.time;
     out.fieldsType = 'FieldsV1';
-    out.fieldsV1 = e.set.toFieldsV1();
+    out.fieldsV1 = yield* e.set.toFieldsV1Work();
     if (e.subresource) out.subresource = e.subresource;
-    return out;
-  });
+    encoded.push(out);
+  }
+  return encoded;
 }
 
 export const MAX_UPDATE_MANAGERS = 10;

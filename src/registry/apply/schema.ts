@@ -93,19 +93,19 @@ export function resolve(shape: Shape, v: unknown): Shape {
  * stored. (kube-apiserver answers 500 for such a configuration to a CRD; we prune or, under Strict,
  * refuse with 422 like every other write.)
  */
-export function pruneUnknown(v: unknown, shape: Shape, path = ''): string[] {
+export function pruneUnknown(v: unknown, shape: Shape, path = '', out: string[] = []): string[] {
   const s = resolve(shape, v);
-  const out: string[] = [];
   if (s.kind === 'map' && isPlainObject(v)) {
     for (const k of Object.keys(v)) {
       const p = path ? `${path}.${k}` : k;
       if (!s.fields.has(k) && !s.elem) {
         out.push(p);
         delete v[k];
-      } else out.push(...pruneUnknown(v[k], fieldShape(s, k), p));
+      } else pruneUnknown(v[k], fieldShape(s, k), p, out);
     }
   } else if (s.kind === 'list' && Array.isArray(v)) {
-    v.forEach((item, i) => out.push(...pruneUnknown(item, s.elem, `${path}[${i}]`)));
+    // One shared output array: spreading each item's paths into push() is O(n) arguments per call.
+    v.forEach((item, i) => pruneUnknown(item, s.elem, `${path}[${i}]`, out));
   }
   return out;
 }

@@ -6,6 +6,7 @@ import { deepEqual } from '../metadata.js';
 import { FieldSet } from './fieldset.js';
 import { type Path, type PathElement, field, keyElement, pathString, serialize } from './path.js';
 import { type Shape, fieldShape, isNamedField, isPlainObject, resolve } from './schema.js';
+import { type Work, YIELD_MASK, finish } from './work.js';
 
 /** A value the merge cannot place (an item without its keys, a duplicate key): a 422 for the client. */
 export class ApplyValueError extends Error {
@@ -23,18 +24,19 @@ type ListShape = Extract<Shape, { kind: 'list' }>;
 
 /** How a list item is named: by its key fields (map lists) or by its value (set lists). */
 export function itemElement(list: ListShape, item: unknown, path: Path, index: number): PathElement {
-  const where = `${pathString(path)}[${index}]`;
+  // Only an error names the item: building its path for every item cost more than the lookup.
+  const where = () => `${pathString(path)}[${index}]`;
   if (list.listType === 'map') {
-    if (!isPlainObject(item)) throw new ApplyValueError(where, 'Invalid', 'associative list with keys may not have non-map elements', item);
+    if (!isPlainObject(item)) throw new ApplyValueError(where(), 'Invalid', 'associative list with keys may not have non-map elements', item);
     const fields: Array<[string, unknown]> = [];
     for (const k of list.keys) if (item[k] !== undefined) fields.push([k, item[k]]);
     if (list.keys.length > 0 && fields.length === 0) {
-      throw new ApplyValueError(where, 'Invalid', `associative list with keys has an element that omits all key fields ${JSON.stringify(list.keys)}`, item);
+      throw new ApplyValueError(where(), 'Invalid', `associative list with keys has an element that omits all key fields ${JSON.stringify(list.keys)}`, item);
     }
     return keyElement(fields);
   }
   if (item === null || typeof item === 'object') {
-    throw new ApplyValueError(where, 'Invalid', 'associative list without keys may only hold scalar values', item);
+    throw new ApplyValueError(where(), 'Invalid', 'associative list without keys may only hold scalar values', item);
   }
   return { kind: 'v', value: item };
 }
@@ -47,26 +49,45 @@ function isEmptyContainer(v: unknown): boolean {
 // The field set of a value (ToFieldSet).
 
 export function toFieldSet(value: unknown, shape: Shape): FieldSet {
+  return finish(toFieldSetWork(value, shape));
+}
+
+export function* toFieldSetWork(value: unknown, shape: Shape): Work<FieldSet> {
   const set = new FieldSet();
-  walkFields(value, shape, [], set);
+  yield* walkFields(value, shape, [], set);
   return set;
 }
 
-function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
+function* walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): Work<void> {
   const s = resolve(shape, v);
   if (s.kind === 'list') {
     if (s.listType === 'atomic' || !Array.isArray(v)) return set.insert(path);
+    if (s.listType === 'set') {
+      // Scalars only (itemElement refuses anything else): each item is one member of this node,
+      // duplicated or not, so the items go straight into the node instead of down a path each.
+      if (v.length === 0) return;
+      const node = set.node(path);
+      for (let i = 0; i < v.length; i++) {
+        const pe = itemElement(s, v[i], path, i);
+        node.members.set(serialize(pe), pe);
+        if ((i & YIELD_MASK) === YIELD_MASK) yield;
+      }
+      return;
+    }
     const seen = new Map<string, number>();
     const pes = v.map((item, i) => itemElement(s, item, path, i));
-    for (const pe of pes) seen.set(serialize(pe), (seen.get(serialize(pe)) ?? 0) + 1);
-    v.forEach((item, i) => {
-      const pe = pes[i]!;
-      const p = [...path, pe];
+    const keys = pes.map(serialize);
+    for (const k of keys) seen.set(k, (seen.get(k) ?? 0) + 1);
+    for (let i = 0; i < v.length; i++) {
+      const p = [...path, pes[i]!];
       // A duplicated item is owned as a whole: its parts cannot be told apart.
-      if (seen.get(serialize(pe))! > 1) return set.insert(p);
-      walkFields(item, s.elem, p, set);
-      set.insert(p);
-    });
+      if (seen.get(keys[i]!)! > 1) set.insert(p);
+      else {
+        yield* walkFields(v[i], s.elem, p, set);
+        set.insert(p);
+      }
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
     return;
   }
   if (s.kind === 'map') {
@@ -74,7 +95,7 @@ function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
     for (const [k, child] of Object.entries(v)) {
       if (child === undefined) continue;
       const p = [...path, field(k)];
-      walkFields(child, fieldShape(s, k), p, set);
+      yield* walkFields(child, fieldShape(s, k), p, set);
       // Struct fields are owned through their leaves; map entries and empty values are owned themselves.
       if (child === null || (isPlainObject(child) && Object.keys(child).length === 0) || !isNamedField(s, k)) set.insert(p);
     }
@@ -85,8 +106,9 @@ function walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): void {
 
 /** Adds the declared (struct) fields on the way to every member as members, so removing them removes whole subtrees. */
 export function ensureNamedFieldsAreMembers(set: FieldSet, shape: Shape): FieldSet {
-  const out = new FieldSet();
-  for (const [k, pe] of set.members) out.members.set(k, pe);
+  // Only the way to a child gains members: a node without children (a list's items) is shared as is.
+  if (set.children.size === 0) return set;
+  const out = new FieldSet(new Map(set.members));
   for (const [k, c] of set.children) {
     let childShape: Shape = { kind: 'deduced' };
     if (c.pe.kind === 'f' && shape.kind === 'map') {
@@ -108,8 +130,12 @@ export interface Comparison {
 }
 
 export function compare(lhs: unknown, rhs: unknown, shape: Shape): Comparison {
+  return finish(compareWork(lhs, rhs, shape));
+}
+
+export function* compareWork(lhs: unknown, rhs: unknown, shape: Shape): Work<Comparison> {
   const c: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
-  compareAt(lhs, rhs, shape, [], c);
+  yield* compareAt(lhs, rhs, shape, [], c);
   return c;
 }
 
@@ -119,7 +145,7 @@ function leaf(lhs: unknown, rhs: unknown, path: Path, c: Comparison): void {
   else if (!deepEqual(lhs, rhs)) c.modified.insert(path);
 }
 
-function compareAt(lhs: unknown, rhs: unknown, shape: Shape, path: Path, c: Comparison): void {
+function* compareAt(lhs: unknown, rhs: unknown, shape: Shape, path: Path, c: Comparison): Work<void> {
   const ls = resolve(shape, lhs);
   const rs = resolve(shape, rhs);
   const s = lhs === undefined ? rs : ls;
@@ -128,50 +154,91 @@ function compareAt(lhs: unknown, rhs: unknown, shape: Shape, path: Path, c: Comp
   if (s.kind === 'scalar' || s.kind === 'deduced' || bothEmpty || (s.kind === 'list' && s.listType === 'atomic') || (s.kind === 'map' && s.atomic)) {
     return leaf(lhs, rhs, path, c);
   }
-  if (s.kind === 'list') compareListItems(lhs as unknown[] | undefined, rhs as unknown[] | undefined, s, path, c);
+  if (s.kind === 'list') yield* compareListItems(lhs as unknown[] | undefined, rhs as unknown[] | undefined, s, path, c);
   else {
     const l = (lhs ?? {}) as Record<string, unknown>;
     const r = (rhs ?? {}) as Record<string, unknown>;
     for (const k of new Set([...Object.keys(l), ...Object.keys(r)])) {
       if (l[k] === undefined && r[k] === undefined) continue;
-      compareAt(l[k], r[k], fieldShape(s, k), [...path, field(k)], c);
+      yield* compareAt(l[k], r[k], fieldShape(s, k), [...path, field(k)], c);
     }
   }
   if (lhs === undefined) c.added.insert(path);
   else if (rhs === undefined) c.removed.insert(path);
 }
 
-function compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined, s: ListShape, path: Path, c: Comparison): void {
-  const order: PathElement[] = [];
-  const index = (items: unknown[] | undefined) => {
+function* compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined, s: ListShape, path: Path, c: Comparison): Work<void> {
+  // Items by their serialized element (the element's identity, see path.ts), in first-seen order:
+  // one Map lookup per item, so a list of n items costs O(n), not O(n²).
+  const order = new Map<string, PathElement>();
+  function* index(items: unknown[] | undefined): Work<Map<string, unknown[]>> {
     const m = new Map<string, unknown[]>();
-    (items ?? []).forEach((item, i) => {
+    const list = items ?? [];
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
       const pe = itemElement(s, item, path, i);
       const k = serialize(pe);
-      if (!m.has(k)) {
-        m.set(k, []);
-        if (!order.some((o) => serialize(o) === k)) order.push(pe);
+      const same = m.get(k);
+      if (same) same.push(item);
+      else {
+        m.set(k, [item]);
+        if (!order.has(k)) order.set(k, pe);
       }
-      m.get(k)!.push(item);
-    });
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
     return m;
-  };
-  const l = index(lhs);
-  const r = index(rhs);
-  for (const pe of order) {
-    const k = serialize(pe);
+  }
+  const l = yield* index(lhs);
+  const r = yield* index(rhs);
+  if (s.listType === 'set') return yield* compareSetItems(l, r, order, path, c);
+  let i = 0;
+  for (const [k, pe] of order) {
     const ll = l.get(k) ?? [];
     const rl = r.get(k) ?? [];
     const p = [...path, pe];
-    if (ll.length <= 1 && rl.length <= 1) compareAt(ll[0], rl[0], s.elem, p, c);
+    if (ll.length <= 1 && rl.length <= 1) yield* compareAt(ll[0], rl[0], s.elem, p, c);
     else if (ll.length >= 2 && rl.length >= 2) {
       if (!deepEqual(ll, rl)) c.modified.insert(p);
     } else if (ll.length >= 2) {
-      if (rl.length) compareAt(undefined, rl[0], s.elem, p, c);
+      if (rl.length) yield* compareAt(undefined, rl[0], s.elem, p, c);
       c.removed.insert(p);
     } else {
-      if (ll.length) compareAt(ll[0], undefined, s.elem, p, c);
+      if (ll.length) yield* compareAt(ll[0], undefined, s.elem, p, c);
       c.added.insert(p);
+    }
+    if ((++i & YIELD_MASK) === YIELD_MASK) yield;
+  }
+}
+
+/**
+ * compareListItems for a `set` list, whose items are scalars (itemElement refuses the rest): the
+ * same outcome as the general loop, where compareAt of two scalars is leaf(), but each item is
+ * recorded as a member of the list's node directly instead of being inserted down its path.
+ */
+function* compareSetItems(l: Map<string, unknown[]>, r: Map<string, unknown[]>, order: Map<string, PathElement>, path: Path, c: Comparison): Work<void> {
+  const nodes = new Map<FieldSet, FieldSet>();
+  const put = (set: FieldSet, k: string, pe: PathElement) => {
+    let node = nodes.get(set);
+    if (!node) nodes.set(set, (node = set.node(path)));
+    node.members.set(k, pe);
+  };
+  let i = 0;
+  for (const [k, pe] of order) {
+    if ((++i & YIELD_MASK) === YIELD_MASK) yield;
+    const ll = l.get(k) ?? [];
+    const rl = r.get(k) ?? [];
+    if (ll.length <= 1 && rl.length <= 1) {
+      if (ll.length === 0) put(c.added, k, pe);
+      else if (rl.length === 0) put(c.removed, k, pe);
+      else if (!deepEqual(ll[0], rl[0])) put(c.modified, k, pe);
+    } else if (ll.length >= 2 && rl.length >= 2) {
+      if (!deepEqual(ll, rl)) put(c.modified, k, pe);
+    } else if (ll.length >= 2) {
+      if (rl.length) put(c.added, k, pe);
+      put(c.removed, k, pe);
+    } else {
+      if (ll.length) put(c.removed, k, pe);
+      put(c.added, k, pe);
     }
   }
 }
@@ -180,19 +247,23 @@ function compareListItems(lhs: unknown[] | undefined, rhs: unknown[] | undefined
 // Merge (Merge): the applied configuration (rhs) laid over the live object (lhs).
 
 export function merge(lhs: unknown, rhs: unknown, shape: Shape, path: Path = []): unknown {
+  return finish(mergeWork(lhs, rhs, shape, path));
+}
+
+export function* mergeWork(lhs: unknown, rhs: unknown, shape: Shape, path: Path = []): Work<unknown> {
   if (rhs === undefined) return lhs;
   if (lhs === undefined) return rhs;
   const ls = resolve(shape, lhs);
   const rs = resolve(shape, rhs);
   if (ls.kind !== rs.kind || rs.kind === 'scalar' || rs.kind === 'deduced') return rhs;
   if (isEmptyContainer(lhs) && isEmptyContainer(rhs)) return rhs;
-  if (rs.kind === 'list') return rs.listType === 'atomic' ? rhs : mergeListItems(lhs as unknown[], rhs as unknown[], rs, path);
+  if (rs.kind === 'list') return rs.listType === 'atomic' ? rhs : yield* mergeListItems(lhs as unknown[], rhs as unknown[], rs, path);
   if (rs.atomic) return rhs;
   const l = lhs as Record<string, unknown>;
   const r = rhs as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(l), ...Object.keys(r)])) {
-    const v = merge(l[k], r[k], fieldShape(rs, k), [...path, field(k)]);
+    const v = yield* mergeWork(l[k], r[k], fieldShape(rs, k), [...path, field(k)]);
     if (v !== undefined) out[k] = v;
   }
   return out;
@@ -202,37 +273,44 @@ export function merge(lhs: unknown, rhs: unknown, shape: Shape, path: Path = [])
  * The ordered union of two associative lists, as upstream orders it: items of the applied list in
  * its order, live-only items kept where they were relative to the shared ones.
  */
-function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path): unknown[] {
+function* mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path): Work<unknown[]> {
+  // Every lookup below is a Map/Set access by serialized element and the shared keys are walked
+  // with an index: O(n) in the two lists' lengths (a `shift()` or `indexOf` per item was O(n²)).
   const rPEs = rhs.map((item, i) => itemElement(s, item, path, i));
   const rObserved = new Map<string, unknown>();
+  const rIndex = new Map<string, number>();
   rPEs.forEach((pe, i) => {
     const k = serialize(pe);
     if (rObserved.has(k)) throw new ApplyValueError(`${pathString(path)}[${i}]`, 'Duplicate', `duplicate entries for key ${pathString([pe])}`, rhs[i]);
     rObserved.set(k, rhs[i]);
+    rIndex.set(k, i);
   });
   const lKeys = lhs.map((item, i) => serialize(itemElement(s, item, path, i)));
   const lObserved = new Map<string, unknown>();
   lKeys.forEach((k, i) => lObserved.set(k, lObserved.has(k) ? null : lhs[i]));
-  const rKeys = rPEs.map(serialize);
+  const rKeys = [...rIndex.keys()];
   const shared = rKeys.filter((k) => lObserved.has(k));
-  let nextShared = shared.shift();
+  let sharedAt = 0;
+  let nextShared = shared[sharedAt++];
   const merged = new Set<string>();
   const out: unknown[] = [];
-  const item = (k: string, l: unknown, r: unknown) => {
-    const v = merge(l ?? undefined, r, s.elem, [...path, rPEs[rKeys.indexOf(k)] ?? { kind: 'v', value: null }]);
+  function* item(k: string, l: unknown, r: unknown): Work<void> {
+    const v = yield* mergeWork(l ?? undefined, r, s.elem, [...path, rPEs[rIndex.get(k) ?? -1] ?? { kind: 'v', value: null }]);
     if (v !== undefined) out.push(v);
-  };
+  }
   let li = 0;
   let ri = 0;
+  let steps = 0;
   while (li < lKeys.length || ri < rKeys.length) {
+    if ((++steps & YIELD_MASK) === YIELD_MASK) yield;
     if (li < lKeys.length && ri < rKeys.length) {
       const k = lKeys[li]!;
       if (k === rKeys[ri]) {
         merged.add(k);
-        item(k, lObserved.get(k), rObserved.get(k));
+        yield* item(k, lObserved.get(k), rObserved.get(k));
         li++;
         ri++;
-        nextShared = shared.shift();
+        nextShared = shared[sharedAt++];
         continue;
       }
       if (rObserved.has(k) && nextShared !== undefined && nextShared !== k) {
@@ -251,9 +329,9 @@ function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path
     if (ri < rKeys.length) {
       const k = rKeys[ri]!;
       merged.add(k);
-      item(k, lObserved.get(k), rObserved.get(k));
+      yield* item(k, lObserved.get(k), rObserved.get(k));
       ri++;
-      if (nextShared === k) nextShared = shared.shift();
+      if (nextShared === k) nextShared = shared[sharedAt++];
     }
   }
   return out;
@@ -263,18 +341,24 @@ function mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path
 // Removal (RemoveItems): the value without the given fields; a container left empty disappears.
 
 export function removeItems(v: unknown, set: FieldSet, shape: Shape): unknown {
+  return finish(removeItemsWork(v, set, shape));
+}
+
+export function* removeItemsWork(v: unknown, set: FieldSet, shape: Shape): Work<unknown> {
   const s = resolve(shape, v);
   if (set.empty()) return v;
   if (s.kind === 'list' && Array.isArray(v)) {
     if (s.listType === 'atomic' || v.length === 0) return v;
     const out: unknown[] = [];
-    v.forEach((item, i) => {
+    for (let i = 0; i < v.length; i++) {
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+      const item = v[i];
       const pe = itemElement(s, item, [], i);
-      if (set.hasMember(pe)) return;
+      if (set.hasMember(pe)) continue;
       const sub = set.withPrefix(pe);
-      const kept = sub.empty() ? item : removeItems(item, sub, s.elem);
+      const kept = sub.empty() ? item : yield* removeItemsWork(item, sub, s.elem);
       if (kept !== undefined) out.push(kept);
-    });
+    }
     return out.length ? out : undefined;
   }
   if (s.kind === 'map' && isPlainObject(v)) {
@@ -284,7 +368,7 @@ export function removeItems(v: unknown, set: FieldSet, shape: Shape): unknown {
       const pe = field(k);
       if (set.hasMember(pe)) continue;
       const sub = set.withPrefix(pe);
-      const kept = sub.empty() ? child : removeItems(child, sub, fieldShape(s, k));
+      const kept = sub.empty() ? child : yield* removeItemsWork(child, sub, fieldShape(s, k));
       if (kept !== undefined) out[k] = kept;
     }
     return Object.keys(out).length ? out : undefined;

@@ -7,7 +7,8 @@ import { FieldSet } from './fieldset.js';
 import { type Managed, type ManagerEntry } from './managed-fields.js';
 import type { Path } from './path.js';
 import type { Shape } from './schema.js';
-import { compare, ensureNamedFieldsAreMembers, merge, removeItems, toFieldSet, type Comparison } from './typed.js';
+import { compareWork, ensureNamedFieldsAreMembers, mergeWork, removeItemsWork, toFieldSetWork, type Comparison } from './typed.js';
+import type { Work } from './work.js';
 
 export interface Conflict {
   managerId: string;
@@ -32,8 +33,8 @@ function filtered(c: Comparison, reset: ResetFields): Comparison {
  * Moves changed fields away from every manager but `self` (a conflict when not forced) and drops
  * removed fields from everyone. Mutates `managed`; returns the comparison.
  */
-function settle(live: unknown, next: unknown, shape: Shape, managed: Managed, self: string, force: boolean, reset: ResetFields): Comparison {
-  const c = filtered(compare(live, next, shape), reset);
+function* settle(live: unknown, next: unknown, shape: Shape, managed: Managed, self: string, force: boolean, reset: ResetFields): Work<Comparison> {
+  const c = filtered(yield* compareWork(live, next, shape), reset);
   const changed = c.modified.union(c.added);
   const conflicts: Conflict[] = [];
   const taken = new Map<string, FieldSet>();
@@ -60,8 +61,8 @@ function settle(live: unknown, next: unknown, shape: Shape, managed: Managed, se
 }
 
 /** An update by `self` (create, PUT, non-apply PATCH): the fields it changed, filtered by `reset`. */
-export function updateOwnership(live: unknown, next: unknown, shape: Shape, managed: Managed, self: string, reset: ResetFields): FieldSet {
-  const c = settle(live, next, shape, managed, self, true, reset);
+export function* updateOwnership(live: unknown, next: unknown, shape: Shape, managed: Managed, self: string, reset: ResetFields): Work<FieldSet> {
+  const c = yield* settle(live, next, shape, managed, self, true, reset);
   return c.modified.union(c.added).recursiveDifference(reset);
 }
 
@@ -75,7 +76,7 @@ export interface ApplyOutcome {
  * what `self` applied last time and no longer sends (unless another manager owns it), and settles
  * ownership against the other managers. Mutates `managed`.
  */
-export function applyOwnership(
+export function* applyOwnership(
   live: unknown,
   config: unknown,
   shape: Shape,
@@ -84,10 +85,10 @@ export function applyOwnership(
   entry: Omit<ManagerEntry, 'set'>,
   force: boolean,
   reset: ResetFields,
-): ApplyOutcome {
-  const merged = merge(live, config, shape);
+): Work<ApplyOutcome> {
+  const merged = yield* mergeWork(live, config, shape);
   const lastSet = managed.get(self)?.set;
-  const set = toFieldSet(config, shape).recursiveDifference(reset);
+  const set = (yield* toFieldSetWork(config, shape)).recursiveDifference(reset);
   managed.set(self, { ...entry, set });
   let next = merged;
   if (lastSet && !lastSet.empty()) {
@@ -97,9 +98,9 @@ export function applyOwnership(
     let owned = new FieldSet();
     for (const e of managed.values()) owned = owned.union(e.set);
     const remove = ensureNamedFieldsAreMembers(lastSet, shape).difference(ensureNamedFieldsAreMembers(owned, shape));
-    next = removeItems(merged, remove, shape) ?? {};
+    next = (yield* removeItemsWork(merged, remove, shape)) ?? {};
   }
-  settle(live, next, shape, managed, self, force, reset);
+  yield* settle(live, next, shape, managed, self, force, reset);
   return { object: deepEqual(live, next) ? undefined : next };
 }
 

@@ -1,0 +1,158 @@
+// The pre-authentication and patch attacks (security review of the HTTP surface): metric label
+// cardinality, idle connections, JSON-patch amplification, deep nesting.
+import { randomBytes } from 'node:crypto';
+import { connect as tcpConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { type Attack, type Params, quantile, reconnecting } from './harness.js';
+
+const GV = '/apis/configbutler.ai/v1alpha1';
+
+const counts = (p: Params) => {
+  const c = p.quick ? { cardinality: 5_000, idlePerKind: 300, patches: 10, nested: 50 } : { cardinality: 20_000, idlePerKind: 1_000, patches: 30, nested: 200 };
+  for (const k of Object.keys(c) as Array<keyof typeof c>) if (p.arg(k)) c[k] = Number(p.arg(k));
+  return c;
+};
+const idleTimeout = (p: Params) => Number(p.arg('idle-timeout') ?? 10);
+
+export const httpAttacks: Attack[] = [
+  {
+    key: 'cardinality',
+    order: 1,
+    title: 'Metrics label cardinality',
+    params: (p) => ({ requests: counts(p).cardinality }),
+    note: (p) => `${counts(p).cardinality.toLocaleString('en')} anonymous GETs of \`${GV}/namespaces/x/<1,000 random hex characters>\` (64 in flight on 4 HTTP/2 connections).`,
+    async run(ctx) {
+      const total = counts(ctx.params).cardinality;
+      const sessions = Array.from({ length: 4 }, () => reconnecting(ctx.url, { ca: ctx.ca }));
+      const codes = new Map<number, number>();
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 64 }, async (_, w) => {
+          while (next < total) {
+            next++;
+            const r = await sessions[w % 4]!.request('GET', `${GV}/namespaces/x/${randomBytes(500).toString('hex')}`, { timeoutMs: 60_000 });
+            codes.set(r.status, (codes.get(r.status) ?? 0) + 1);
+          }
+        }),
+      );
+      sessions.forEach((s) => s.close());
+      return { text: `${[...codes].map(([c, n]) => `${n} × ${c}`).join(', ')} in ${((performance.now() - started) / 1000).toFixed(1)} s` };
+    },
+  },
+  {
+    key: 'idle',
+    order: 2,
+    title: 'Idle connections',
+    params: (p) => ({ idlePerKind: counts(p).idlePerKind, idleTimeoutSeconds: idleTimeout(p) }),
+    note: (p) =>
+      `${counts(p).idlePerKind} each of: TCP connections that send nothing, TLS+HTTP/2 sessions that send only the preface and SETTINGS, TLS connections (HTTP/1.1) that send nothing; held open by the attacker. \`--idle-connection-timeout=${idleTimeout(p)} --tls-handshake-timeout=${idleTimeout(p)}\`; "during" lasts until the server has closed them all.`,
+    async run(ctx) {
+      const kinds = ['tcp', 'h2-preface', 'tls-silent'] as const;
+      const sockets: Socket[] = [];
+      const closed: Promise<number>[] = [];
+      const started = Date.now();
+      const port = ctx.port;
+      for (const kind of kinds) {
+        await Promise.all(
+          Array.from({ length: counts(ctx.params).idlePerKind }, () =>
+            new Promise<void>((resolve) => {
+              let s: Socket;
+              const opened = () => resolve();
+              if (kind === 'tcp') s = tcpConnect({ host: '127.0.0.1', port }, opened);
+              else {
+                s = tlsConnect({ host: '127.0.0.1', port, ca: ctx.ca, servername: 'localhost', ALPNProtocols: [kind === 'h2-preface' ? 'h2' : 'http/1.1'] }, () => {
+                  if (kind === 'h2-preface') s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+                  opened();
+                });
+              }
+              s.on('error', () => resolve());
+              s.on('data', () => {});
+              closed.push(new Promise((r) => s.once('close', () => r(Date.now() - started))));
+              sockets.push(s);
+            }),
+          ),
+        );
+      }
+      const legit = await ctx.writer.request('GET', `${GV}/namespaces/default/gittargets`, { timeoutMs: 30_000 });
+      // Wait for the server to close them, but not forever (a server without the defence never does).
+      const waitS = idleTimeout(ctx.params) + 30;
+      const times = await Promise.all(closed.map((c) => Promise.race([c, new Promise<number>((r) => setTimeout(() => r(Infinity), waitS * 1000))])));
+      const open = times.filter((t) => t === Infinity).length;
+      const last = Math.max(...times.filter((t) => t !== Infinity));
+      sockets.forEach((s) => s.destroy());
+      return {
+        text:
+          `${sockets.length} connections opened; a legitimate list meanwhile answered ${legit.status} in ${legit.ms.toFixed(0)} ms; ` +
+          (open ? `${open} still open after ${waitS} s (the attacker let go then)` : `the server closed the last one after ${(last / 1000).toFixed(1)} s`),
+      };
+    },
+  },
+  {
+    key: 'patch',
+    order: 3,
+    title: 'JSON-patch amplification',
+    params: (p) => ({ patches: counts(p).patches }),
+    async prepare(ctx) {
+      const target = { apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', metadata: { name: 'amp' }, spec: { repository: { url: 'https://example.com/r.git' }, branch: 'main', path: '.' } };
+      await ctx.writer.request('POST', `${GV}/namespaces/default/gittargets`, { body: JSON.stringify(target) });
+    },
+    note: (p) => `${counts(p).patches} × the ${amplifyingPatch().length}-byte JSON patch (one 1 KiB \`add\`, then 30 \`copy\` of /metadata into its annotations) with \`dryRun=All\`, 3 in flight.`,
+    async run(ctx) {
+      const body = amplifyingPatch();
+      const total = counts(ctx.params).patches;
+      const codes = new Map<number | string, number>();
+      const ms: number[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 3 }, async () => {
+          while (next < total) {
+            next++;
+            const started = performance.now();
+            const r = await ctx.writer
+              .request('PATCH', `${GV}/namespaces/default/gittargets/amp?dryRun=All`, { body, contentType: 'application/json-patch+json', timeoutMs: 180_000 })
+              .catch((e) => ({ status: `error (${(e as Error).message.slice(0, 60)})`, ms: performance.now() - started }));
+            codes.set(r.status, (codes.get(r.status) ?? 0) + 1);
+            ms.push(r.ms);
+          }
+        }),
+      );
+      return { text: `${[...codes].map(([c, n]) => `${n} × ${c}`).join(', ')}; each answered in p50 ${quantile(ms, 0.5).toFixed(0)} ms, max ${Math.max(...ms).toFixed(0)} ms` };
+    },
+  },
+  {
+    key: 'nesting',
+    order: 4,
+    title: 'Deep nesting',
+    params: (p) => ({ nested: counts(p).nested }),
+    note: (p) => `${counts(p).nested} merge patches nested 10,000 deep (59 KiB) and ${counts(p).nested} YAML creates with 10,000 nested flow sequences, 4 in flight.`,
+    async run(ctx) {
+      const depth = 10_000;
+      const merge = `{"metadata":{"annotations":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}}`;
+      const yaml = `kind: GitTarget\nspec: ${'['.repeat(depth)}${']'.repeat(depth)}\n`;
+      const total = 2 * counts(ctx.params).nested;
+      const codes = new Map<string, number>();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < total) {
+            const i = next++;
+            const r = await (i % 2 === 0
+              ? ctx.writer.request('PATCH', `${GV}/namespaces/default/gittargets/amp`, { body: merge, contentType: 'application/merge-patch+json', timeoutMs: 120_000 })
+              : ctx.writer.request('POST', `${GV}/namespaces/default/gittargets`, { body: yaml, contentType: 'application/yaml', timeoutMs: 120_000 })
+            ).catch((e) => ({ status: 'error', body: { reason: (e as Error).message.slice(0, 60) } }));
+            const k = `${r.status} ${r.body?.reason ?? ''}`;
+            codes.set(k, (codes.get(k) ?? 0) + 1);
+          }
+        }),
+      );
+      return { text: [...codes].map(([c, n]) => `${n} × ${c}`).join(', ') };
+    },
+  },
+];
+
+function amplifyingPatch(): string {
+  const ops: unknown[] = [{ op: 'add', path: '/metadata/annotations', value: { seed: 'x'.repeat(1024) } }];
+  for (let i = 0; i < 30; i++) ops.push({ op: 'copy', from: '/metadata', path: `/metadata/annotations/c${i}` });
+  return JSON.stringify(ops);
+}

@@ -1,0 +1,42 @@
+// Long list work in slices. The merge, comparison and field-set walks of src/registry/apply/ (and
+// the strategic merge patch of src/apiserver/strategic-merge-patch.ts) are generators that yield
+// every few hundred list items; `inSlices` runs one on the event loop a few milliseconds at a time,
+// handing the loop to other requests in between (as src/apiserver/patch.ts does between JSON-patch
+// operations), and `finish` runs one to the end at once for callers whose input is small.
+
+/** Work that yields (nothing) now and then and returns a T. */
+export type Work<T> = Generator<undefined, T, undefined>;
+
+/** Items a list loop handles between two yields (a power of two minus one: `(i & YIELD_MASK) === YIELD_MASK`). */
+export const YIELD_MASK = 255;
+
+/** Milliseconds of work before the event loop is given to others. */
+export const SLICE_MS = 5;
+
+export function finish<T>(w: Work<T>): T {
+  let r = w.next();
+  while (!r.done) r = w.next();
+  return r.value;
+}
+
+export async function inSlices<T>(w: Work<T>, sliceMs = SLICE_MS): Promise<T> {
+  let started = performance.now();
+  let r = w.next();
+  while (!r.done) {
+    if (performance.now() - started > sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      started = performance.now();
+    }
+    r = w.next();
+  }
+  return r.value;
+}
+
+/**
+ * Hands the event loop to other requests once, between two steps of a write that are each
+ * synchronous and proportional to the object (up to 3 MiB): the wait is then the longest step,
+ * not their sum.
+ */
+export function breathe(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
