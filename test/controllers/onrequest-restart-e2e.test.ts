@@ -10,12 +10,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createStore } from '../../src/storage/index.js';
 import { startRedis } from '../support/redis.js';
 import { ns, startServer, type StartedServer } from '../support/server.js';
 import { Kubectl, kubectlBinary } from '../support/kubectl.js';
 import { until } from '../support/deadline.js';
-import { createGitSecret, gitServer } from './harness.js';
+import { gitServer } from './harness.js';
 import { commits, git, ok, startSandbox, type Sandbox } from '../mirror/harness.js';
 import type { GitServer } from '../support/git-server.js';
 
@@ -46,6 +45,11 @@ async function sandboxWithMaps(t: TestContext): Promise<Sandbox> {
   await ok(sandbox.kubectl, ['create', 'namespace', 'team-a']);
   for (const n of ['one', 'two', 'three']) await ok(sandbox.kubectl, ['create', 'configmap', n, '-n', 'team-a', `--from-literal=key=${n}`]);
   return sandbox;
+}
+
+/** Git credentials live in the hosting cluster (here the standalone sandbox), next to the GitTarget's namespace. */
+async function gitCreds(sandbox: Sandbox, remote: GitServer): Promise<void> {
+  await ok(sandbox.kubectl, ['create', 'secret', 'generic', 'git-creds', '-n', 'team-a', `--from-literal=username=${remote.username}`, `--from-literal=password=${remote.password}`]);
 }
 
 /** The OnRequest GitTarget, its first snapshot, then alice's two edits pending (not committed). */
@@ -121,9 +125,7 @@ test('embedded store, OnRequest: two SIGKILLs and restarts keep alice\'s pending
   const bare = join(remote.root, 'team-a.git');
   const dataDir = mkdtempSync(join(tmpdir(), 'onrequest-restart-'));
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const store = await createStore({ storage: 'embedded', dataDir });
-  await createGitSecret(store, remote, 'git-creds', 'team-a');
-  await store.close();
+  await gitCreds(sandbox, remote);
   const args = serverArgs(sandbox, []);
 
   const a = await startServer(args, { dataDir });
@@ -153,9 +155,7 @@ test('Redis, OnRequest: SIGKILL, restart, and a second replica taking over keep 
   const sandbox = await sandboxWithMaps(t);
   const remote = await gitServer(t, 'team-a');
   const bare = join(remote.root, 'team-a.git');
-  const store = await createStore({ storage: 'redis', redisUrl: redis.url });
-  await createGitSecret(store, remote, 'git-creds', 'team-a');
-  await store.close();
+  await gitCreds(sandbox, remote);
   const certDir = mkdtempSync(join(tmpdir(), 'onrequest-certs-'));
   t.after(() => rmSync(certDir, { recursive: true, force: true }));
   const args = serverArgs(sandbox, ['--storage=redis', `--redis-url=${redis.url}`, `--cert-dir=${certDir}`]);
