@@ -6,6 +6,7 @@ import { deployments } from './apps-v1.js';
 import { coreEvents, eventsV1Events } from './events.js';
 import { CommitRequestSchema, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
 import { GitTargetSchema, normalizeGitTarget, validateGitTarget, validateGitTargetUpdate } from './gittarget.js';
+import { RepositoryScanSchema, validateRepositoryScan } from './repositoryscan.js';
 
 export const GROUP = 'configbutler.ai';
 export const VERSION = 'v1alpha1';
@@ -142,7 +143,28 @@ export const commitRequests: ResourceDefinition = {
 };
 
 /** configbutler.ai/v1alpha1: the server's own group. */
-export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests];
+/** Create-only: the acceptance gate's verdict comes back in status; nothing is stored (registry/repositoryscan-strategy.ts). */
+export const repositoryScans: ResourceDefinition = {
+  group: GROUP,
+  version: VERSION,
+  kind: 'RepositoryScan',
+  listKind: 'RepositoryScanList',
+  plural: 'repositoryscans',
+  singular: 'repositoryscan',
+  shortNames: [],
+  categories: [],
+  namespaced: true,
+  statusSubresource: false,
+  generation: false,
+  schema: RepositoryScanSchema,
+  columns: [],
+  selectableFields: {},
+  verbs: ['create'],
+  validateCreate: validateRepositoryScan,
+  validateUpdate: () => [],
+};
+
+export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests, repositoryScans];
 
 /** The sandbox's small Kubernetes core: v1 namespaces, configmaps, secrets, serviceaccounts, events; apps/v1 deployments; events.k8s.io/v1 events. */
 export const SANDBOX_RESOURCES: ResourceDefinition[] = [...SANDBOX_CORE_RESOURCES, coreEvents, deployments, eventsV1Events];

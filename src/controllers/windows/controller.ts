@@ -19,7 +19,7 @@ import { committed, pushFailed, type EventRecorder } from '../events/index.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
-import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
+import { WINDOWS_RESOURCE, WindowRecords, hasWork, noteFailedAttempt, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
 import { ORPHAN_AGE_MS } from './chunks.js';
 import { flushStaging, nextStagingDeadline } from './staging.js';
@@ -298,6 +298,8 @@ export class WindowsController {
     const reason = err?.reason ?? 'CommitFailed';
     const msg = (e as Error)?.message ?? String(e);
     this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
+    // Durably: the windows queued behind this one coalesce from now on (record.ts, coalesceBacklog).
+    await this.records.mutate(target, (r) => noteFailedAttempt(r, w.seq, Date.now())).catch(() => undefined);
     await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
     // A lost lease is this replica's business, not the GitTarget's: the next holder commits.
     if (this.deps.events && reason !== 'LeaseLost') pushFailed(this.deps.events, gt, reason, msg);
