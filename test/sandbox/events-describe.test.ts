@@ -108,6 +108,7 @@ test('kubectl describe gittarget shows Warning SourceUnreachable when its source
   await ok(kubectl, ['create', 'secret', 'generic', 'dead-source', '-n', 'team-a', `--from-literal=value=${kubeconfig}`]);
   const target = JSON.parse(gitTarget('far', remote.url('team-a')));
   target.spec.source = { kubeConfig: { secretRef: { name: 'dead-source' } } };
+  target.spec.path = 'far'; // one folder, one GitTarget (the acceptance gate)
   await ok(kubectl, ['apply', '-f', '-'], JSON.stringify(target));
   const rows = await waitFor('the SourceUnreachable event', async () => {
     const r = await describedEvents('gittarget', 'far');
