@@ -3,6 +3,7 @@
 import { age, readyMessage, readyReason, readyStatus, type ResourceDefinition } from './definition.js';
 import { SANDBOX_CORE_RESOURCES } from './core-v1.js';
 import { deployments } from './apps-v1.js';
+import { coreEvents, eventsV1Events } from './events.js';
 import { CommitRequestSchema, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
 import { GitTargetSchema, normalizeGitTarget, validateGitTarget, validateGitTargetUpdate } from './gittarget.js';
 import { RepositoryScanSchema, validateRepositoryScan } from './repositoryscan.js';
@@ -165,8 +166,8 @@ export const repositoryScans: ResourceDefinition = {
 
 export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests, repositoryScans];
 
-/** The sandbox's small Kubernetes core: v1 namespaces, configmaps, secrets, serviceaccounts; apps/v1 deployments. */
-export const SANDBOX_RESOURCES: ResourceDefinition[] = [...SANDBOX_CORE_RESOURCES, deployments];
+/** The sandbox's small Kubernetes core: v1 namespaces, configmaps, secrets, serviceaccounts, events; apps/v1 deployments; events.k8s.io/v1 events. */
+export const SANDBOX_RESOURCES: ResourceDefinition[] = [...SANDBOX_CORE_RESOURCES, coreEvents, deployments, eventsV1Events];
 
 /** The resources a server serves: its own group unless it runs as a standalone sandbox, the sandbox's when enabled. */
 export function servedResources(opts: { configbutler: boolean; sandbox: boolean }): ResourceDefinition[] {

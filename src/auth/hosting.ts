@@ -97,9 +97,10 @@ export class HostingClient {
 
   /**
    * One JSON call with the configured timeout, to the hosting cluster or (with `cluster`) to that
-   * logical cluster. Non-2xx answers throw HostingError with the status.
+   * logical cluster. Non-2xx answers throw HostingError with the status. PATCH sends a JSON merge
+   * patch (the event recorder's series updates, src/controllers/events/sinks.ts).
    */
-  async request(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, cluster?: string): Promise<HostingResponse> {
+  async request(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, cluster?: string): Promise<HostingResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const auth = await this.authorization();
     const u = this.url(path, cluster);
@@ -109,7 +110,7 @@ export class HostingClient {
       const headers: Record<string, string | number> = { Accept: 'application/json' };
       if (auth) headers.Authorization = auth;
       if (payload) {
-        headers['Content-Type'] = 'application/json';
+        headers['Content-Type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
         headers['Content-Length'] = payload.length;
       }
       const req = mod.request(u, { method, headers, agent: this.agentFor(u), ...this.tls }, (res) => {

@@ -240,9 +240,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     // Per-edit attribution: default-source GitTargets join on the sandbox's route when the sandbox is
     // the default source, else on the hosting route when this server takes audit posts.
     const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, sandboxSource, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
+    const events = await eventRecorder(opts, fromHosting, kcpServerURL, server, log);
     controllers = await startControllers({
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
-      attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput,
+      attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput, events,
       authority: { authorizer: authz.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
     }, opts.controllers);
   }
@@ -297,4 +298,22 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     await store.close();
     releaseLock();
   }
+}
+
+/**
+ * Where the controllers' Events go (src/controllers/events/): the hosting cluster when there is one
+ * (a kcp GitTarget's own workspace under --kcp-server-url), else the sandbox, else nowhere.
+ */
+async function eventRecorder(opts: ServeOptions, fromHosting: boolean, kcpServerURL: string | undefined, server: BuiltServer, log: Logger) {
+  const { CorrelatingRecorder, HostingEventSink, NoEventSink, SandboxEventSink } = await import('../controllers/events/index.js');
+  let sink;
+  if (fromHosting) {
+    const { HostingClient } = await import('../auth/hosting.js');
+    const { HOSTING_TIMEOUT_MS } = await import('../auth/options.js');
+    const client = await HostingClient.create({ kubeconfig: opts.kubeconfig, inCluster: !opts.kubeconfig, timeoutMs: HOSTING_TIMEOUT_MS, ...(kcpServerURL ? { kcpServerURL } : {}) });
+    sink = new HostingEventSink(client, true);
+  } else if (opts.sandbox) sink = new SandboxEventSink(server.registries);
+  else sink = new NoEventSink(log);
+  log.info('events', { to: sink.where });
+  return new CorrelatingRecorder(sink, log, process.env.POD_NAME || undefined);
 }

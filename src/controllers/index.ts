@@ -18,6 +18,7 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import type { EventRecorder } from './events/recorder.js';
 import type { GitTargetSpec } from '../api/gittarget.js';
 import { EgressPolicy, type EgressOptions } from '../net/egress.js';
 import type { Authorizer } from '../auth/types.js';
@@ -55,6 +56,8 @@ export interface ControllerDeps {
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
   requestMetrics?: RequestMetrics;
+  /** Kubernetes Events about GitTargets and CommitRequests (src/controllers/events/); none when absent. */
+  events?: EventRecorder;
   /**
    * Re-verification of the authority GitTargets run under: the server's authorizer and the pass
    * interval (--authority-reverify-interval). Without it (tests of the controllers alone) the
@@ -97,7 +100,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }
@@ -105,7 +108,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   let verifier: AuthorityVerifier | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
-    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
+    requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs, events: deps.events });
     stops.push(() => requests!.stop());
   }
   if (enabled.has('mirror')) {
@@ -127,7 +130,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
       const allow = { fileRepositories: tenantInput.allowFileRepositories, insecureCredentials: tenantInput.allowInsecureCredentials };
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow, authority });
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow, authority, events: deps.events });
       authority?.start();
     });
     stops.unshift(async () => {

@@ -33,11 +33,14 @@ export class Registries implements RegistrySet {
       ? { requireNamespace: (ctx, ns, target) => requireNamespace(this, ctx, ns, target) }
       : { requireNamespace: opts.namespaceAdmission };
     for (const def of defs) {
-      if (this.byPlural.has(def.plural)) throw new Error(`two served resources share the plural ${def.plural}`);
+      // Two groups may share a plural (core/v1 and events.k8s.io/v1 `events`): the first listed
+      // keeps the bare plural, the other is found as `<plural>.<group>`.
+      const pluralKey = this.byPlural.has(def.plural) ? `${def.plural}.${def.group}` : def.plural;
+      if (this.byPlural.has(pluralKey)) throw new Error(`two served resources share the plural ${def.plural}`);
       let strategy = opts.strategies?.[def.plural] ?? definitionStrategy(def);
       if (lifecycle && def.plural === 'namespaces' && def.group === '') strategy = namespaceStrategy(strategy, this, lifecycle.rootCAPem);
       const reg = new Registry(def, store, strategy, regOpts);
-      this.byPlural.set(def.plural, reg);
+      this.byPlural.set(pluralKey, reg);
       this.byGVR.set(`${apiVersionOf(def)}/${def.plural}`, reg);
     }
   }

@@ -75,3 +75,41 @@ test('the same selection with includeClusterNoise mirrors kube-root-ca.crt too (
   assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'),
     `live/${NS}/configmaps/alpha.yaml\nlive/${NS}/configmaps/beta.yaml\nlive/${NS}/configmaps/kube-root-ca.crt.yaml\n`);
 });
+
+/** The rows of the Events table of `kubectl describe` (through the aggregator), as [type, reason, age, from, message]. */
+async function describedEvents(kind: string, name: string): Promise<string[][]> {
+  const out = ok(await admin.run(['describe', kind, name, '-n', 'default']));
+  const at = out.indexOf('\nEvents:');
+  assert.ok(at >= 0, out);
+  return out.slice(at + 1).split('\n').slice(1).filter((l) => l.trim() && !/^\s+(Type|----)\s/.test(l)).map((l) => l.trim().split(/\s{2,}/));
+}
+
+test('kubectl describe gittarget through the aggregator lists the Events written to kube-apiserver: Committed with its sha, PushFailed with why', { timeout: 180_000 }, async () => {
+  const FROM = 'configbutler.ai/reverser-apiserver';
+  ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('described') }));
+  ok(await admin.run(['wait', '--for=condition=Ready', 'gittarget/described', '--timeout=90s'], { timeoutMs: 100_000 }));
+  const gt = JSON.parse(ok(await admin.run(['get', 'gittarget', 'described', '-o', 'json'])));
+  const committed = await until('the Committed event', async () => {
+    const r = await describedEvents('gittarget', 'described');
+    return r.length ? r : undefined;
+  }, 20_000, 250);
+  assert.deepEqual(committed.map(([t, r, , f, m]) => [t, r, f, m]), [['Normal', 'Committed', FROM, `Committed ${gt.status.lastCommit.sha} to main: Snapshot of default/described: 2 objects`]]);
+  // Written as events.k8s.io/v1, regarding our object; kube-apiserver serves it as core/v1 to describe.
+  const ev = JSON.parse(ok(await admin.run(['get', 'events.v1.events.k8s.io', '-n', 'default', '--field-selector', `regarding.name=described`, '-o', 'json'])));
+  assert.equal(ev.items.length, 1);
+  assert.deepEqual(ev.items[0].regarding, { apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', namespace: 'default', name: 'described', uid: gt.metadata.uid });
+  assert.equal(ev.items[0].reportingController, FROM);
+
+  // Nothing listens on port 1: every push fails the same way, and repeats count on one Event.
+  ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('unpushable', { repository: { url: 'http://127.0.0.1:1/x.git' } }) }));
+  // (The retries back off here, so the count is shown by the sandbox's and the recorder's tests.)
+  const failed = await until('the PushFailed event', async () => {
+    const r = await describedEvents('gittarget', 'unpushable');
+    return r.find((x) => x[1] === 'PushFailed');
+  }, 90_000, 500);
+  const [type, , , from, message] = failed;
+  assert.deepEqual([type, from], ['Warning', FROM]);
+  assert.match(message!, /^Unreachable: /);
+  const all = JSON.parse(ok(await admin.run(['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=unpushable,reason=PushFailed', '-o', 'json'])));
+  assert.equal(all.items.length, 1, 'one Event, counted, not one per failure');
+});

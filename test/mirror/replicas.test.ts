@@ -1,7 +1,7 @@
 // Two replicas on one Redis with one GitTarget mirroring a standalone sandbox. Only the
 // replica holding the GitTarget's lease mirrors it; SIGKILL that one, edit a ConfigMap, and the
 // other replica commits the edit within 15 s + idleSeconds (the lease TTL is 10 s; the rest is the
-// survivor's retry, connect and push), once, with no second snapshot.
+// survivor's retry, connect and push), once, as the resync of what changed unseen, with no second snapshot.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -94,6 +94,8 @@ test('two replicas on one Redis: only the lease holder mirrors; SIGKILL it and t
   await new Promise((r) => setTimeout(r, (IDLE + 2) * 1000));
   const log = await commits(bare);
   assert.equal(log.length, 2, log.join('\n'));
+  // The edit was made while no replica watched: the survivor's re-list commits it as a resync.
+  assert.equal(log[0], 'Resync: changes made while reverser-apiserver was not watching');
   assert.equal(log[1], 'Snapshot of default/team-a: 2 objects');
   assert.equal(await git(bare, 'diff', '--name-status', 'main~1', 'main'), 'M\tlive/team-a/configmaps/two.yaml\n');
   assert.equal(await git(bare, 'show', 'main:live/team-a/configmaps/two.yaml'), cmYAML('two', 'two-edited'));

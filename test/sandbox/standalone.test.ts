@@ -26,7 +26,7 @@ describe('reverser-apiserver sandbox', { timeout: 120_000 }, () => {
       assert.equal(kc.clusters[0].cluster.server, server.url);
 
       const groups = await server.get('/apis');
-      assert.deepEqual(groups.body.groups.map((g: { name: string }) => g.name), ['apps']);
+      assert.deepEqual(groups.body.groups.map((g: { name: string }) => g.name), ['apps', 'events.k8s.io']);
       failed(await k.run(['get', 'gittargets']), 'error: the server doesn\'t have a resource type "gittargets"\n');
 
       ok(await k.run(['create', 'namespace', 'team-a']), 'namespace/team-a created\n');
@@ -50,7 +50,7 @@ describe('reverser-apiserver sandbox', { timeout: 120_000 }, () => {
     }
   });
 
-  test('discovery: the core group and apps/v1 appear only with --sandbox', async () => {
+  test('discovery: the core group, apps/v1 and events.k8s.io/v1 appear only with --sandbox', async () => {
     const plain = await startServer();
     try {
       assert.deepEqual((await plain.get('/api')).body, { kind: 'APIVersions', versions: [], serverAddressByClientCIDRs: [] });
@@ -72,25 +72,26 @@ describe('reverser-apiserver sandbox', { timeout: 120_000 }, () => {
     const sandbox = await startServer(['--sandbox']);
     try {
       assert.deepEqual((await sandbox.get('/api')).body, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
-      assert.deepEqual((await sandbox.get('/apis')).body.groups.map((g: { name: string }) => g.name), ['apps', 'configbutler.ai']);
+      assert.deepEqual((await sandbox.get('/apis')).body.groups.map((g: { name: string }) => g.name), ['apps', 'events.k8s.io', 'configbutler.ai']);
       const core = (await sandbox.get('/api/v1')).body;
       assert.deepEqual(
         core.resources.map((r: { name: string; namespaced: boolean; kind: string }) => `${r.name} ${r.namespaced} ${r.kind}`),
-        ['namespaces false Namespace', 'namespaces/status false Namespace', 'configmaps true ConfigMap', 'secrets true Secret', 'serviceaccounts true ServiceAccount'],
+        ['namespaces false Namespace', 'namespaces/status false Namespace', 'configmaps true ConfigMap', 'secrets true Secret', 'serviceaccounts true ServiceAccount', 'events true Event'],
       );
       const apps = (await sandbox.get('/apis/apps/v1')).body;
       assert.deepEqual(apps.resources.map((r: { name: string }) => r.name), ['deployments', 'deployments/status']);
       const agg = (await sandbox.get('/apis', { accept: AGGREGATED })).body;
-      assert.deepEqual(agg.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['apps', 'configbutler.ai']);
+      assert.deepEqual(agg.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['apps', 'events.k8s.io', 'configbutler.ai']);
       const coreAgg = (await sandbox.get('/api', { accept: AGGREGATED })).body;
       assert.deepEqual(coreAgg.items[0].versions[0].resources.map((r: { resource: string; scope: string }) => `${r.resource} ${r.scope}`), [
         'namespaces Cluster',
         'configmaps Namespaced',
         'secrets Namespaced',
         'serviceaccounts Namespaced',
+        'events Namespaced',
       ]);
       const v3 = (await sandbox.get('/openapi/v3')).body;
-      assert.deepEqual(Object.keys(v3.paths).sort(), ['api/v1', 'apis/apps/v1', 'apis/configbutler.ai/v1alpha1']);
+      assert.deepEqual(Object.keys(v3.paths).sort(), ['api/v1', 'apis/apps/v1', 'apis/configbutler.ai/v1alpha1', 'apis/events.k8s.io/v1']);
       // With the sandbox, our own group follows the namespace lifecycle too.
       const refused = await sandbox.request('POST', '/apis/configbutler.ai/v1alpha1/namespaces/anywhere/gittargets', {
         body: { apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', metadata: { name: 'g' }, spec: { repository: { url: 'local:r' }, branch: 'main', path: 'p' } },

@@ -20,6 +20,7 @@ import { unchanged, WINDOWS_RESOURCE, type RequestOutcome, type WindowRecords } 
 import type { TargetKey } from '../windows/types.js';
 import { GITTARGETS } from '../windows/controller.js';
 import { authorshipOf } from './authorship.js';
+import { commitRequestOutcome, type EventRecorder } from '../events/index.js';
 
 export const COMMITREQUESTS = { group: 'configbutler.ai', resource: 'commitrequests' };
 /** How long past its close delay a request may take before it fails (commit and push retries included). */
@@ -37,6 +38,8 @@ export interface CommitRequestControllerDeps {
   log: Logger;
   metrics?: ControllerMetrics;
   requestGraceMs?: number;
+  /** Kubernetes Events (the outcome of each CommitRequest); none when absent. */
+  events?: EventRecorder;
 }
 
 interface Spec {
@@ -218,6 +221,7 @@ export class CommitRequestController {
       },
     );
     if (!written) return;
+    if (this.deps.events) commitRequestOutcome(this.deps.events, cr, outcome, message);
     const created = Date.parse(cr.metadata.creationTimestamp ?? '');
     this.deps.metrics?.commitRequests.inc({ outcome });
     if (Number.isFinite(created)) this.deps.metrics?.requestDuration.observe(Math.max(0, (Date.now() - created) / 1000));

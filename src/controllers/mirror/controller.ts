@@ -16,6 +16,8 @@ import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
+import type { EventRecorder } from '../events/recorder.js';
+import { authorityRevoked } from '../events/index.js';
 import { PathClaims } from './path-claims.js';
 import type { AuthorityVerifier } from '../authority/verifier.js';
 
@@ -34,6 +36,8 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** Kubernetes Events (SourceUnreachable); none when absent. */
+  events?: EventRecorder;
   /** What a destination may be on this server (--allow-file-repositories, --allow-insecure-credentials). */
   allow?: { fileRepositories?: boolean; insecureCredentials?: boolean };
   /** Whose authority each GitTarget reads with, re-verified (the server always passes it; tests of the mirror alone may not). */
@@ -113,7 +117,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
 
   const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
     const k = parseKey(key);
-    return writeMirrorStatus(client, k, uid, s).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
   };
 
   // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
@@ -192,7 +196,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const authority = deps.authority?.verdict(key, obj);
     if (authority && !authority.ok && authority.pending && !running.has(key)) return { requeueAfterMs: 1_000 };
     if (authority && !authority.ok) {
-      if (running.has(key)) log.warn('authority gone; the mirror stops', { target: key, reason: authority.reason });
+      if (running.has(key)) {
+        log.warn('authority gone; the mirror stops', { target: key, reason: authority.reason });
+        // An Event once, when a running mirror stops for it (the correlator merges repeats).
+        if (deps.events) authorityRevoked(deps.events, obj, `${authority.reason}: ${authority.message}`);
+      }
       await teardown(key);
       await writeStatus(key, uid, {
         generation,

@@ -6,6 +6,7 @@
 import type { KubeObject, ObjectKey, ResourceRef } from '../../storage/types.js';
 import { updateStatus, type Condition } from '../status.js';
 import type { SystemClient } from '../client.js';
+import { NO_EVENTS, regardingOf, type EventRecorder } from '../events/recorder.js';
 import { NOTHING_TO_MIRROR } from './target.js';
 
 export type { Condition };
@@ -77,14 +78,22 @@ export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Reco
   return same ? undefined : status;
 }
 
-/** Writes the mirror's part of a GitTarget's status (CAS, retried on conflict). */
-export async function writeMirrorStatus(client: SystemClient, key: ObjectKey, uid: string, s: MirrorStatus): Promise<void> {
+/**
+ * Writes the mirror's part of a GitTarget's status (CAS, retried on conflict). A write that makes
+ * SourceReachable False, or changes why, is a Warning SourceUnreachable event (once written, so a
+ * retried CAS does not count twice).
+ */
+export async function writeMirrorStatus(client: SystemClient, key: ObjectKey, uid: string, s: MirrorStatus, events: EventRecorder = NO_EVENTS): Promise<void> {
+  let unreachable: KubeObject | undefined;
   // A GitTarget deleted meanwhile resolves undefined: nothing to write.
   await updateStatus(client, GITTARGETS, key, uid, (status, obj) => {
     const next = mergeStatus(obj, s, new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'));
     if (!next) return false;
+    const before = ((obj.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === 'SourceReachable');
+    unreachable = s.sourceReachable.status === 'False' && (before?.status !== 'False' || before.message !== s.sourceReachable.message) ? obj : undefined;
     for (const k of Object.keys(status)) delete status[k];
     Object.assign(status, next);
     return true;
   });
+  if (unreachable) events.record(regardingOf(unreachable), 'Warning', 'SourceUnreachable', 'Watch', `${s.sourceReachable.reason}: ${s.sourceReachable.message}`);
 }

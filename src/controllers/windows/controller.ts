@@ -17,6 +17,7 @@ import { updateStatus } from '../status.js';
 import { CoalescedWrites, applyTargetStatus, type TargetStatus } from './target-status.js';
 import { commitBackoff } from './backoff.js';
 import { SystemClient } from '../client.js';
+import { committed, pushFailed, type EventRecorder } from '../events/index.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
@@ -45,6 +46,8 @@ export interface WindowsControllerDeps {
   credentials?(gitTarget: KubeObject): Promise<GitCredentials | undefined>;
   /** Per-edit attribution from audit facts; without it every window is unattributed. */
   attribution?: AttributionConfig;
+  /** Kubernetes Events (Committed, PushFailed); none when absent. */
+  events?: EventRecorder;
 }
 
 export function targetKeyOf(gt: KubeObject): TargetKey {
@@ -308,6 +311,7 @@ export class WindowsController {
     // The outcome is recorded: nothing refers to the chunks any more (a crash before this leaves them to sweep()).
     if (w.chunks) await this.sink.chunks.remove(target, w.snapshotId!, w.chunks).catch((e) => this.deps.log.warn('could not delete the chunks of a committed snapshot', { gitTarget: `${target.namespace}/${target.name}`, error: (e as Error).message }));
     const m = this.deps.metrics;
+    if (landed && sha && this.deps.events) committed(this.deps.events, gt, sha, spec.branch, message);
     if (landed) m?.commits.inc({ author_kind: authorKind });
     m?.windowChanges.observe(w.changes.length);
     m?.windowAge.observe(Math.max(0, (w.closing!.at - w.openedAt) / 1000));
@@ -341,6 +345,8 @@ export class WindowsController {
     this.failing.add(`${target.cluster}/${target.namespace}/${target.name}`);
     const rec = await this.records.get(target).catch(() => undefined);
     await this.writeTargetStatus(gt, { repoError: { reason, message: msg }, ...(rec ? { pending: pendingCount(rec) } : {}) }).catch(() => undefined);
+    // A lost lease is this replica's business, not the GitTarget's: the next holder commits.
+    if (this.deps.events && reason !== 'LeaseLost' && reason !== 'Cancelled') pushFailed(this.deps.events, gt, reason, msg);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.
     const permanent = err !== undefined && !err.retryable && err.reason !== 'LeaseLost' && err.reason !== 'Unreachable' && err.reason !== 'Conflict';

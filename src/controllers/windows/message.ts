@@ -12,6 +12,9 @@ function resourceOf(c: PendingChange): string {
   return c.source?.resource ?? `${c.ref.kind.toLowerCase()}s`;
 }
 
+/** The subject of a commit of what changed while no replica watched the source (docs/git-engine.md). */
+export const RESYNC_SUBJECT = 'Resync: changes made while reverser-apiserver was not watching';
+
 function describe(c: PendingChange): string {
   const { namespace, name } = c.op === 'write' ? c.object.metadata : c.ref;
   return `${resourceOf(c)} ${namespace ? `${namespace}/` : ''}${name}`;
@@ -21,6 +24,12 @@ const verb = (c: PendingChange) => (c.op === 'write' ? 'Update' : 'Delete');
 
 export function generatedMessage(w: Window, target: string): string {
   const changes = w.changes.map((x) => x.change);
+  if (w.resync) {
+    // What the re-list found that neither the branch nor the open window held (reconcile.ts); the
+    // engine commits only the objects among these that differ from the branch.
+    const n = w.chunkedChanges ?? changes.length;
+    return `${RESYNC_SUBJECT}\n\nRe-listed ${target}: ${n} object${n === 1 ? '' : 's'} not pending in the open window were compared with the branch; this commit holds those that differed.`;
+  }
   if (w.kind === 'snapshot') {
     const writes = changes.filter((c) => c.op === 'write').length;
     const deletes = changes.length - writes;

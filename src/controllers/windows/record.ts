@@ -40,6 +40,8 @@ export interface Window {
   seq: number;
   kind: 'changes' | 'snapshot';
   snapshotId?: string;
+  /** A snapshot re-listing a selection that already landed (a restart, a takeover): commits only what changed unseen. */
+  resync?: boolean;
   /**
    * Whose changes these are: '' = unattributed (no audit route; a snapshot), `user:<username>` =
    * the edits of one audited user, `unresolved` = edits no fact named in time. Windows are keyed

@@ -10,6 +10,7 @@ import { CHUNK_SIZE, WindowChunks } from './chunks.js';
 import { unchanged, type WindowRecord, type WindowRecords } from './record.js';
 import { flushStaging, stageChanges, stageSnapshot } from './staging.js';
 import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
+import { reconcile } from './reconcile.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';
 
 export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOutcome) => void;
@@ -59,8 +60,12 @@ export class StoreWindowSink implements WindowSink {
       // Large: the changes go to chunks first, then a small window refers to them (chunks.ts).
       const cur = await this.records.get(target);
       if (cur && known(cur)) return;
-      if (!cur?.staging?.length) {
-        const chunked = await this.chunks.write(target, input.id, changes);
+      // Compared with the open window before the chunks are written (reconcile.ts); the window's
+      // leaving keys are dropped in the CAS only if it still holds what was compared.
+      const rec = cur ? reconcile(cur, changes) : undefined;
+      const rest = rec?.changes ?? changes;
+      if (!cur?.staging?.length && rest.length > CHUNK_SIZE) {
+        const chunked = await this.chunks.write(target, input.id, rest);
         const kept = await this.records.mutate(target, (r) => {
           // Known meanwhile: a window pending with chunks keeps them (these are the same); otherwise they are orphans.
           if (known(r)) return unchanged(r.windows.some((w) => w.snapshotId === input.id && w.chunks));
@@ -68,7 +73,7 @@ export class StoreWindowSink implements WindowSink {
             stageSnapshot(r, input.id, changes, now);
             return false;
           }
-          applySnapshot(r, { id: input.id, changes: [], chunked }, now);
+          applySnapshot(r, { id: input.id, changes: [], chunked, reconciled: rec?.leaving }, now);
           return true;
         });
         if (!kept) await this.chunks.remove(target, input.id, chunked.chunks);

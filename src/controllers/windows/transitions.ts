@@ -1,7 +1,8 @@
 // The record transitions of changes and snapshots joining windows (pure functions of the record;
 // every caller runs them inside one compare-and-swap, WindowRecords.mutate).
 import type { StagedAttribution, Window, WindowRecord } from './record.js';
-import { mergeChanges } from './record.js';
+import { mergeChanges, recordSnapshot } from './record.js';
+import { dropLeaving, isResync, reconcile, type Leaving } from './reconcile.js';
 import { closeDue, commitsEachChange, mayClaim, openWindow, type CommitPolicy } from './policy.js';
 import type { PendingChange, SnapshotInput } from './types.js';
 
@@ -58,18 +59,50 @@ export function addChanges(r: WindowRecord, changes: PendingChange[], policy: Co
   w.lastChangeAt = now;
 }
 
-/** A snapshot: the open window closes first (order kept), then the snapshot is one closed window of its own. */
-export function applySnapshot(r: WindowRecord, input: Pick<SnapshotInput, 'id'> & { changes: PendingChange[]; chunked?: { chunks: number; changes: number } }, now: number): void {
+/**
+ * A snapshot: one closed window of its own, committed before the open window (reconcile.ts). The
+ * open window stays open with its author and CommitRequest; what it already holds leaves the
+ * snapshot, and an object that changed again while nobody watched leaves the window for it. A
+ * re-list of a selection that already landed is a resync (its message says so). When the open
+ * window already said everything, nothing is queued and the snapshot is recorded AlreadyPresent.
+ * `reconciled` is given by a chunked snapshot, compared before its chunks were written.
+ */
+export function applySnapshot(
+  r: WindowRecord,
+  input: Pick<SnapshotInput, 'id'> & { changes: PendingChange[]; chunked?: { chunks: number; changes: number }; reconciled?: Leaving[] },
+  now: number,
+): void {
   const open = openWindow(r);
-  if (open) open.closing = { reason: 'snapshot', at: now, attempts: 0 };
+  let changes = input.changes;
+  let leaving = input.reconciled ?? [];
+  if (!input.chunked) {
+    const rec = reconcile(r, changes);
+    changes = rec.changes;
+    leaving = rec.leaving;
+    if (changes.length === 0 && rec.kept > 0) {
+      recordSnapshot(r, input.id, { outcome: 'AlreadyPresent', message: 'every re-listed object is pending in the open window', time: iso(now) });
+      return;
+    }
+  }
+  dropLeaving(open, leaving);
+  // A window the re-list emptied holds nothing of anyone's any more (a request attached to it stays, and ends AlreadyPresent).
+  if (open && open.changes.length === 0 && !open.request) r.windows.splice(r.windows.indexOf(open), 1);
+  const before = open && r.windows.includes(open) ? open : undefined;
   const w: Window = { seq: r.nextSeq++, kind: 'snapshot', snapshotId: input.id, authorKey: '', openedAt: now, lastChangeAt: now, changes: [] };
-  mergeChanges(w, input.changes);
+  if (isResync(r, input.id)) w.resync = true;
+  mergeChanges(w, changes);
   if (input.chunked) {
     w.chunks = input.chunked.chunks;
     w.chunkedChanges = input.chunked.changes;
   }
-  w.closing = { reason: 'snapshot', at: now, attempts: 0 };
-  r.windows.push(w);
+  w.closing = { reason: w.resync ? 'resync' : 'snapshot', at: now, attempts: 0 };
+  // Before the open window: it keeps collecting (and stays the one a CommitRequest claims).
+  if (before) r.windows.splice(r.windows.indexOf(before), 0, w);
+  else r.windows.push(w);
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 export function snapshotChanges(input: SnapshotInput): PendingChange[] {
