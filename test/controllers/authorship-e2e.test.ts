@@ -36,6 +36,8 @@ test('kubectl under RBAC: submitter, asserted author, refused assertion, imperso
   const srv = await startServer(t, serverCA, [
     '--client-ca-file', join(dir, 'client-ca.crt'), '--authorization-mode=RBAC', '--authorization-policy-file', POLICY,
     '--storage=redis', `--redis-url=${redis.url}`, '--controllers=all',
+    // The test's git http-backend is plain http on loopback: credentials over http need the development opt-in.
+    '--allow-insecure-credentials=true',
     '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example',
   ]);
   const alice = kubectlFor(dir, 'alice', srv.url, srv.caPem, issueClientCert(clientCA, 'alice'));
