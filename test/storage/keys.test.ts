@@ -31,6 +31,9 @@ test('redis keys: one hash tag per logical cluster; single slot on Redis Cluster
   for (const key of [one.rv(), one.objects('a', res), one.log(res), one.lease('x'), one.clusters(res)]) {
     assert.match(key, /^p:\{p\}:/);
   }
+  // One tag for every key, so the object hash must still name its logical cluster.
+  assert.equal(one.objects('root:org', res), 'p:{p}:c:root%3Aorg:obj:configbutler.ai/gittargets');
+  assert.notEqual(one.objects('a', res), one.objects('b', res));
 });
 
 test('map keys sort as (cluster, namespace, name)', () => {

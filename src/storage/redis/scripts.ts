@@ -1,6 +1,9 @@
-// Lua scripts live beside this file (copied to dist by scripts/copy-assets.mjs). Each is loaded
-// once (SCRIPT LOAD) and run with EVALSHA; after a Redis restart or SCRIPT FLUSH the server answers
-// NOSCRIPT, and the script is loaded again and the call retried once.
+// Lua scripts live beside this file (copied to dist by scripts/copy-assets.mjs). Each runs with
+// EVALSHA; a server that does not have it cached answers NOSCRIPT, and the call is repeated once
+// as EVAL with the source, which runs the script and caches it on that server. EVAL goes through
+// the client's key routing, so it lands on the node that owns the keys' slot: on Redis Cluster a
+// SCRIPT LOAD would go to an arbitrary node, and after a failover (Cluster or Sentinel) or a
+// restart the new primary has an empty script cache.
 
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -9,7 +12,6 @@ import type { Cluster, Redis } from 'ioredis';
 export class Script {
   readonly source: string;
   readonly sha: string;
-  private loaded = false;
 
   constructor(file: string) {
     this.source = readFileSync(new URL(file, import.meta.url), 'utf8');
@@ -17,21 +19,13 @@ export class Script {
   }
 
   async run(client: Redis | Cluster, keys: string[], args: (string | number)[]): Promise<unknown> {
-    if (!this.loaded) await this.load(client);
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {
+      // NOSCRIPT means the script did not run, so running it now cannot apply a write twice.
       if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-      await this.load(client);
-      return client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return client.eval(this.source, keys.length, ...keys, ...args);
     }
-  }
-
-  private async load(client: Redis | Cluster): Promise<void> {
-    // On Cluster, scripts must exist on the node owning the slot; ioredis forwards SCRIPT LOAD
-    // to every master with scriptLoad on nodes — keep it simple: load through the client.
-    await (client as Redis).script('LOAD', this.source);
-    this.loaded = true;
   }
 }
 
