@@ -1,8 +1,8 @@
 // Multi-node Redis for tests, on loopback ports: a six-node Redis Cluster (3 primaries, 3
-// replicas) and a Sentinel group (1 primary, 1 replica, 3 sentinels). Every process is spawned by
+// replicas) and a Sentinel group (1 primary, 1 or 2 replicas, 3 sentinels). Every process is spawned by
 // this module and stopped by `stop()` (register it with t.after), which SIGKILLs whatever is left
 // and removes the directory, so a failed test leaves no stray redis-server behind. Every wait has a
-// deadline (test/support/deadline.ts).
+// deadline (test/support/deadline.ts). The single-node server is test/support/redis.ts.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -164,7 +164,7 @@ export const SENTINEL_MASTER = 'mymaster';
 
 export class RedisSentinelGroup extends Group {
   primary!: RedisNode;
-  replica!: RedisNode;
+  replicas: RedisNode[] = [];
   sentinels: RedisNode[] = [];
 
   /** The `--redis-url` of this group (docs/storage.md). */
@@ -182,10 +182,13 @@ export class RedisSentinelGroup extends Group {
     throw new Error('no sentinel answers');
   }
 
-  async start(): Promise<void> {
+  async start(replicas: number): Promise<void> {
     this.primary = await this.node('primary', async (port, dir) => dataArgs(port, dir));
-    this.replica = await this.node('replica', async (port, dir) => [...dataArgs(port, dir), '--replicaof', '127.0.0.1', String(this.primary.port)]);
-    await until(async () => (await tryCli(this.replica.port, 'INFO', 'replication')).includes('master_link_status:up'), 'the replica to sync', 20_000, 100);
+    for (let i = 0; i < replicas; i++) {
+      const r = await this.node(`replica${i}`, async (port, dir) => [...dataArgs(port, dir), '--replicaof', '127.0.0.1', String(this.primary.port)]);
+      this.replicas.push(r);
+      await until(async () => (await tryCli(r.port, 'INFO', 'replication')).includes('master_link_status:up'), `replica ${i} to sync`, 20_000, 100);
+    }
     for (let i = 0; i < 3; i++) {
       this.sentinels.push(
         await this.node(`s${i}`, async (port, dir) => {
@@ -205,13 +208,13 @@ export class RedisSentinelGroup extends Group {
     // A failover needs a quorum that knows the replica and each other.
     await until(async () => {
       for (const s of this.sentinels) {
-        const replicas = await tryCli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER);
+        const known = await tryCli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER);
         const peers = await tryCli(s.port, 'SENTINEL', 'sentinels', SENTINEL_MASTER);
-        if (!replicas.includes(String(this.replica.port))) return false;
+        if (this.replicas.some((r) => !known.includes(String(r.port)))) return false;
         if (peers.split('\n').filter((l) => l === 'runid').length < 2) return false;
       }
       return true;
-    }, 'each sentinel to know the replica and the two other sentinels', 30_000, 200);
+    }, 'each sentinel to know the replicas and the two other sentinels', 30_000, 200);
   }
 }
 
@@ -224,9 +227,10 @@ export async function startRedisCluster(): Promise<RedisClusterGroup> {
   return g;
 }
 
-export async function startRedisSentinel(): Promise<RedisSentinelGroup> {
+/** A Sentinel group: one primary, `replicas` replicas (default 1), three sentinels (quorum 2). */
+export async function startRedisSentinel(opts: { replicas?: number } = {}): Promise<RedisSentinelGroup> {
   const g = new RedisSentinelGroup(await mkdtemp(join(tmpdir(), 'redis-sentinel-')));
-  await g.start().catch(async (err) => {
+  await g.start(opts.replicas ?? 1).catch(async (err) => {
     await g.stop();
     throw err;
   });

@@ -27,6 +27,30 @@ export class Script {
       return client.eval(this.source, keys.length, ...keys, ...args);
     }
   }
+
+  /**
+   * run(), then `WAIT replicas ms` in the same pipeline: one connection to the node that owns the
+   * keys (ioredis routes a Cluster pipeline by its keyed commands), so WAIT counts the replicas
+   * that have this write. Returns the script's result and that count.
+   */
+  async runAndWait(client: Redis | Cluster, keys: string[], args: (string | number)[], replicas: number, ms: number): Promise<[unknown, number]> {
+    const once = async (bySource: boolean): Promise<[unknown, number]> => {
+      const p = client.pipeline();
+      if (bySource) p.eval(this.source, keys.length, ...keys, ...args);
+      else p.evalsha(this.sha, keys.length, ...keys, ...args);
+      p.wait(replicas, ms);
+      const out = await p.exec();
+      if (!out) throw new Error('pipeline aborted');
+      for (const [err] of out) if (err) throw err;
+      return [out[0]![1], Number(out[1]![1])];
+    };
+    try {
+      return await once(false);
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      return once(true);
+    }
+  }
 }
 
 export const writeScript = new Script('./write.lua');
