@@ -114,7 +114,7 @@ async function main() {
     const mainP99s: number[] = [];
     const workerMs: number[] = [];
     const mainMs: number[] = [];
-    const mainEngine = new GitEngine({ dataDir: join(dir, 'main-thread') });
+    const mainEngine = new GitEngine({ allowInsecureCredentials: true,  dataDir: join(dir, 'main-thread') });
     await load(1000); // warm-up
     for (let round = 1; round <= ROUNDS; round++) {
       const idle = await load(3000);

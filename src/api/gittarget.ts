@@ -168,6 +168,22 @@ export const GitTargetStatusSchema = Type.Object(
       ),
     ),
     pendingChanges: Type.Optional(Type.Integer({ minimum: 0, description: 'Changes waiting in the open commit window.' })),
+    authority: Type.Optional(
+      Type.Object(
+        {
+          username: Type.String({ description: 'The user whose permissions the GitTarget reads and uses credentials with.' }),
+          uid: Type.Optional(Type.String()),
+          groups: Type.Optional(Type.Array(Type.String())),
+          extra: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+          verifiedAt: Type.String({ format: 'date-time', description: 'When the server verified this authority at the last write that changed what is read or which credentials are used.' }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Whose authority the GitTarget runs under: the user of the last create or update that changed what is read or which credentials are used, recorded by the server (a client-supplied value is ignored) and re-verified periodically.',
+        },
+      ),
+    ),
   },
   { additionalProperties: false, description: 'GitTargetStatus is the observed state.' },
 );

@@ -6,14 +6,46 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import * as status from '../api/status.js';
 
-const { applyOperation, getValueByPointer, JsonPatchError, deepClone, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
+const { applyOperation, JsonPatchError, deepClone, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
+/**
+ * A copy whose objects have no prototype. `__proto__` is a valid ConfigMap data key; on a plain
+ * object `obj["__proto__"] = v` (what fast-json-patch's add/replace do) sets the prototype instead
+ * of the key, so the key was lost, and the library's guard refused such paths outright. On
+ * null-prototype objects it is an ordinary key, and `/constructor/prototype/...` resolves to
+ * nothing (no prototype to reach), so the guard is not needed.
+ */
+function nullPrototype(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(nullPrototype);
+  if (v === null || typeof v !== 'object') return v;
+  const o = Object.create(null) as Record<string, unknown>;
+  for (const [k, x] of Object.entries(v)) o[k] = nullPrototype(x);
+  return o;
+}
+
+/** Back to ordinary objects, `__proto__` kept as an own key (defineProperty, as JSON.parse does). */
+function ordinary(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(ordinary);
+  if (v === null || typeof v !== 'object') return v;
+  const o: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) Object.defineProperty(o, k, { value: ordinary(x), enumerable: true, writable: true, configurable: true });
+  return o;
+}
+
+/** The value at a JSON pointer, own properties only (the library's lookup refuses `__proto__`); undefined when absent. */
 function valueAt(document: unknown, pointer: string): unknown {
-  try {
-    return getValueByPointer(document, pointer);
-  } catch {
-    return undefined;
+  if (pointer === '') return document;
+  let cur = document;
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(cur)) {
+      if (!/^(0|[1-9]\d*)$/.test(key)) return undefined;
+      cur = cur[Number(key)];
+    } else if (cur !== null && typeof cur === 'object' && Object.hasOwn(cur, key)) {
+      cur = (cur as Record<string, unknown>)[key];
+    } else return undefined;
   }
+  return cur;
 }
 
 /**
@@ -102,10 +134,10 @@ function explain(e: unknown, op: Operation, index: number): string {
  * would make the document larger than `limitBytes`, 422 Invalid when an operation does not apply.
  */
 export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
-  let document = deepClone(doc);
+  let document = nullPrototype(doc);
   // Operations hand their values to the document, which later operations change: every
   // application (a conflict retries it) starts from a fresh copy of the patch.
-  const ops = deepClone(patch) as Operation[];
+  const ops = (deepClone(patch) as Operation[]).map((op) => ('value' in op ? { ...op, value: nullPrototype(op.value) } : op)) as Operation[];
   let copied = 0;
   const base = jsonSizeWithin(document, limitBytes);
   // Large copies take milliseconds each: give other requests the event loop between operations
@@ -120,21 +152,26 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
     if (op.op === 'move' && op.path.startsWith(`${op.from}/`)) {
       throw status.patchInvalid(`${describe(op, index)}: a value cannot be moved into one of its own children`);
     }
+    let applied = op;
     if (op.op === 'copy') {
       const value = valueAt(document, op.from);
       if (value === undefined) throw status.patchInvalid(`${describe(op, index)}: the "from" path does not exist in the object`);
       // Every copy adds its bytes to the document; stop before cloning past the limit.
       copied += jsonSizeWithin(value, limitBytes);
       if (base + copied > limitBytes) throw status.patchTooLarge(limitBytes, describe(op, index));
+      // A copy is an add of the value at "from" (RFC 6902 4.5); cloned here so the copy has no
+      // prototypes either (the library's own clone would make ordinary objects).
+      applied = { op: 'add', path: op.path, value: nullPrototype(value) };
     }
     try {
-      document = applyOperation(document, op, checkOperation as never, true, true, index).newDocument;
+      // banPrototypeModifications off: the document has no prototypes to modify (nullPrototype).
+      document = applyOperation(document, applied, checkOperation as never, true, false, index).newDocument;
     } catch (e) {
       if (e instanceof status.StatusError) throw e;
       throw status.patchInvalid(explain(e, op, index));
     }
   }
-  return checkPatchedSize(document, limitBytes);
+  return checkPatchedSize(ordinary(document), limitBytes);
 }
 
 /** The result of any patch must still fit the body limit (it is what gets stored). */
@@ -150,7 +187,8 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v);
+    // defineProperty, not `out[k] =`: a new `__proto__` key (valid in ConfigMap data) would set the prototype instead.
+    else Object.defineProperty(out, k, { value: mergePatch(Object.hasOwn(out, k) ? out[k] : undefined, v), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

@@ -97,6 +97,44 @@ const MESSAGES: Record<string, MessageTable> = {
     7: { name: 'fieldPath', type: 'string' },
   },
   LocalObjectReference: { 1: { name: 'name', type: 'string' } },
+  // authorization.k8s.io/v1 and authentication.k8s.io/v1 reviews (`kubectl auth can-i`, `auth whoami`; src/apiserver/reviews.ts).
+  SelfSubjectAccessReview: { 1: { name: 'metadata', type: msg('ObjectMeta') }, 2: { name: 'spec', type: msg('SelfSubjectAccessReviewSpec') }, 3: { name: 'status', type: msg('SubjectAccessReviewStatus') } },
+  SelfSubjectAccessReviewSpec: { 1: { name: 'resourceAttributes', type: msg('ResourceAttributes') }, 2: { name: 'nonResourceAttributes', type: msg('NonResourceAttributes') } },
+  ResourceAttributes: {
+    1: { name: 'namespace', type: 'string' },
+    2: { name: 'verb', type: 'string' },
+    3: { name: 'group', type: 'string' },
+    4: { name: 'version', type: 'string' },
+    5: { name: 'resource', type: 'string' },
+    6: { name: 'subresource', type: 'string' },
+    7: { name: 'name', type: 'string' },
+    8: { name: 'fieldSelector', type: msg('SelectorAttributes') },
+    9: { name: 'labelSelector', type: msg('SelectorAttributes') },
+  },
+  // FieldSelectorAttributes and LabelSelectorAttributes share their field numbers.
+  SelectorAttributes: { 1: { name: 'rawSelector', type: 'string' }, 2: { name: 'requirements', type: msg('SelectorRequirement'), repeated: true } },
+  SelectorRequirement: { 1: { name: 'key', type: 'string' }, 2: { name: 'operator', type: 'string' }, 3: { name: 'values', type: 'string', repeated: true } },
+  NonResourceAttributes: { 1: { name: 'path', type: 'string' }, 2: { name: 'verb', type: 'string' } },
+  SubjectAccessReviewStatus: { 1: { name: 'allowed', type: 'bool' }, 2: { name: 'reason', type: 'string' }, 3: { name: 'evaluationError', type: 'string' }, 4: { name: 'denied', type: 'bool' } },
+  SelfSubjectRulesReview: { 1: { name: 'metadata', type: msg('ObjectMeta') }, 2: { name: 'spec', type: msg('SelfSubjectRulesReviewSpec') }, 3: { name: 'status', type: msg('SubjectRulesReviewStatus') } },
+  SelfSubjectRulesReviewSpec: { 1: { name: 'namespace', type: 'string' } },
+  SubjectRulesReviewStatus: {
+    1: { name: 'resourceRules', type: msg('ResourceRule'), repeated: true },
+    2: { name: 'nonResourceRules', type: msg('NonResourceRule'), repeated: true },
+    3: { name: 'incomplete', type: 'bool' },
+    4: { name: 'evaluationError', type: 'string' },
+  },
+  ResourceRule: {
+    1: { name: 'verbs', type: 'string', repeated: true },
+    2: { name: 'apiGroups', type: 'string', repeated: true },
+    3: { name: 'resources', type: 'string', repeated: true },
+    4: { name: 'resourceNames', type: 'string', repeated: true },
+  },
+  NonResourceRule: { 1: { name: 'verbs', type: 'string', repeated: true }, 2: { name: 'nonResourceURLs', type: 'string', repeated: true } },
+  SelfSubjectReview: { 1: { name: 'metadata', type: msg('ObjectMeta') }, 2: { name: 'status', type: msg('SelfSubjectReviewStatus') } },
+  // The client sends the status empty; a userInfo.extra (a map of messages) is refused as unknown.
+  SelfSubjectReviewStatus: { 1: { name: 'userInfo', type: msg('ReviewUserInfo') } },
+  ReviewUserInfo: { 1: { name: 'username', type: 'string' }, 2: { name: 'uid', type: 'string' }, 3: { name: 'groups', type: 'string', repeated: true } },
 };
 
 /** Kinds whose protobuf bodies this server reads (apiVersion v1). */
@@ -197,8 +235,9 @@ function toJSONForm(meta: Record<string, any> | undefined): void {
   if (!meta) return;
   for (const k of ['creationTimestamp', 'deletionTimestamp']) {
     if (!meta[k]) continue;
-    // Go's zero time (an unset metav1.Time) is year 1 on the wire; its JSON form is null.
-    if (Number(meta[k].seconds ?? 0) <= GO_ZERO_TIME_SECONDS) delete meta[k];
+    // An unset metav1.Time is an empty message (Go's Time.Marshal writes nothing for the zero
+    // time) or, from older encoders, year 1; its JSON form is null.
+    if (meta[k].seconds === undefined || Number(meta[k].seconds) <= GO_ZERO_TIME_SECONDS) delete meta[k];
     else meta[k] = rfc3339(meta[k]);
   }
   for (const m of meta.managedFields ?? []) {
@@ -213,19 +252,22 @@ function toJSONForm(meta: Record<string, any> | undefined): void {
   }
 }
 
-/** Decodes a protobuf-encoded object of one of PROTOBUF_KINDS into its JSON form. */
-export function decodeProtobufObject(buf: Buffer): Record<string, unknown> {
+/** The (apiVersion, kind) pairs a protobuf body may carry. */
+export type ProtobufKinds = ReadonlyArray<{ apiVersion: string; kind: string }>;
+const V1_KINDS: ProtobufKinds = PROTOBUF_KINDS.map((kind) => ({ apiVersion: 'v1', kind }));
+
+/** Decodes a protobuf-encoded object of one of `accepted` (default: v1 PROTOBUF_KINDS) into its JSON form. */
+export function decodeProtobufObject(buf: Buffer, accepted: ProtobufKinds = V1_KINDS): Record<string, unknown> {
   try {
     if (buf.length < 4 || !buf.subarray(0, 4).equals(MAGIC)) throw new Malformed('missing the "k8s\\0" prefix');
     const unknown = decodeMessage(buf.subarray(4), 'Unknown', 0);
     const tm = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
     if (unknown.contentEncoding) throw new Malformed(`content encoding ${JSON.stringify(unknown.contentEncoding)} is not supported`);
-    if (tm.apiVersion !== 'v1' || !tm.kind || !PROTOBUF_KINDS.includes(tm.kind)) {
-      throw status.unsupportedMediaType(
-        `${PROTOBUF_CONTENT_TYPE} is read for v1 ${PROTOBUF_KINDS.join(', ')} only (got ${tm.apiVersion ?? '?'} ${tm.kind ?? '?'}); send application/json`,
-      );
+    if (!accepted.some((k) => k.apiVersion === tm.apiVersion && k.kind === tm.kind)) {
+      const names = accepted === V1_KINDS ? `v1 ${PROTOBUF_KINDS.join(', ')}` : accepted.map((k) => `${k.apiVersion} ${k.kind}`).join(', ');
+      throw status.unsupportedMediaType(`${PROTOBUF_CONTENT_TYPE} is read for ${names} only (got ${tm.apiVersion ?? '?'} ${tm.kind ?? '?'}); send application/json`);
     }
-    const obj = decodeMessage(Buffer.from((unknown.raw as string | undefined) ?? '', 'base64'), tm.kind, 1);
+    const obj = decodeMessage(Buffer.from((unknown.raw as string | undefined) ?? '', 'base64'), tm.kind!, 1);
     toJSONForm(obj.metadata as Record<string, any> | undefined);
     return { apiVersion: tm.apiVersion, kind: tm.kind, ...obj };
   } catch (e) {

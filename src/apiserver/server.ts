@@ -2,13 +2,13 @@
 // authorization of every request, and dispatch to discovery, OpenAPI, health and resource
 // handlers. `buildServer` assembles everything without listening, so tests can inject requests.
 import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { TLSSocket } from 'node:tls';
+import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import type { Http2SecureServer } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
-import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type UserInfo } from '../auth/types.js';
+import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type RuleResolver, type UserInfo } from '../auth/types.js';
 import { Registries } from '../registry/registries.js';
 import type { ResourceStrategy } from '../registry/strategy.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
@@ -22,15 +22,30 @@ import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions,
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
+import type { WriteObserver } from '../attribution/sandbox.js';
+import { reviewOf, serveReview } from './reviews.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';
 import { serveNonResource, type HealthCheck } from './non-resource.js';
 
 export interface ServerConfig {
   store: Store;
-  tls: { certPem: string; keyPem: string; clientCAs(): string[]; onClientCAsChange?(listener: () => void): void };
+  tls: {
+    certPem: string;
+    keyPem: string;
+    clientCAs(): string[];
+    onClientCAsChange?(listener: () => void): void;
+    /**
+     * A second serving certificate chosen by SNI name: the loopback client's (src/auth/loopback.ts),
+     * as kube-apiserver's `apiserver-loopback-client`, so the in-process client verifies this server
+     * whatever --tls-cert-file is.
+     */
+    sni?: { servername: string; certPem: string; keyPem: string };
+  };
   authenticator: Authenticator;
   authorizer: Authorizer;
+  /** What a user may do, for SelfSubjectRulesReview (src/apiserver/reviews.ts); without it the answer is incomplete. */
+  rules?: RuleResolver;
   alwaysAllowPaths: string[];
   /** Non-resource paths an anonymous client may be authorized for (RBAC's system:public-info-viewer). */
   anonymousPaths?: string[];
@@ -49,6 +64,11 @@ export interface ServerConfig {
   connections?: Partial<ConnectionLimits>;
   /** Largest request body, and largest object a patch may produce (--max-request-bytes). */
   maxRequestBytes?: number;
+  /**
+   * Called after each stored (not dry-run) write of a resource for which `observes` is true, before
+   * the client is answered: the sandbox records attribution facts here (src/attribution/sandbox.ts).
+   */
+  writeObserver?: { observes(def: ResourceDefinition): boolean; observe: WriteObserver };
 }
 
 export interface BuiltServer {
@@ -83,6 +103,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
   const openapi = buildOpenAPIDocuments(resources, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
   const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...cfg.connections };
+  const sniContext = cfg.tls.sni ? createSecureContext({ cert: cfg.tls.sni.certPem, key: cfg.tls.sni.keyPem, minVersion: 'TLSv1.2' }) : undefined;
   const app = fastify({
     http2: true,
     // Idle sessions are closed by guardConnections (only when no stream is open), not by fastify.
@@ -96,6 +117,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      ...(sniContext ? { SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => cb(null, name === cfg.tls.sni!.servername ? sniContext : undefined) } : {}),
     },
     bodyLimit: maxRequestBytes,
     logger: false,
@@ -295,7 +317,7 @@ async function handle(ctx: Ctx, req: FastifyRequest, reply: FastifyReply): Promi
   if (user) (req as unknown as { k8sUser?: UserInfo }).k8sUser = user;
   if (user) await authorize(ctx, user, info);
   if (!info.isResourceRequest) return serveNonResource(ctx, req, reply, info, query);
-  return serveResource(ctx, req, reply, info, query, user!);
+  return serveResource(ctx, req, reply, info, query, user!, user !== authenticated ? authenticated : undefined);
 }
 
 async function serveResource(
@@ -305,9 +327,14 @@ async function serveResource(
   info: RequestInfo,
   query: URLSearchParams,
   user: UserInfo,
+  impersonator: UserInfo | undefined,
 ): Promise<void> {
   const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
-  if (!registry) throw status.pathNotFound();
+  if (!registry) {
+    const review = reviewOf(info);
+    if (review) return serveReview({ authorizer: ctx.cfg.authorizer, rules: ctx.cfg.rules, alwaysAllowPaths: ctx.cfg.alwaysAllowPaths }, req, reply, info, review, user);
+    throw status.pathNotFound();
+  }
   const def = registry.def;
   if (info.subresource && (info.subresource !== 'status' || !def.statusSubresource)) throw status.pathNotFound();
   // A cluster-scoped resource has no namespaced path (a namespace's own path names it twice).
@@ -315,7 +342,8 @@ async function serveResource(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
-  const h: HandlerContext = { req, reply, info, query, registry, user, state: ctx.state };
+  const observer = ctx.cfg.writeObserver?.observes(def) ? ctx.cfg.writeObserver.observe : undefined;
+  const h: HandlerContext = { req, reply, info, query, registry, user, impersonator, state: ctx.state, observeWrite: observer };
   if (info.legacyWatch) {
     // The status subresource has no watch (kube's CRD handler answers this 405).
     if (info.subresource) throw status.methodNotSupported({ group: def.group, resource: def.plural }, 'watch');

@@ -4,6 +4,8 @@
 // the staged changes are kept in (controllers/windows/staging.ts).
 import type { KubeObject } from '../model/object.js';
 import { authorOfIdentity, UNRESOLVED_AUTHOR, type AuthorIdentity } from './author.js';
+import { DEFAULT_CLUSTER } from '../storage/types.js';
+import { sandboxRoute } from './sandbox.js';
 import { HOSTING_ROUTE, type AttributionFacts, type FactMatch, type FactQuery, type FactTier } from './types.js';
 
 /** The `tier` label values of reverser_attribution_joins_total: every fact tier, and `unresolved`. */
@@ -30,12 +32,14 @@ export interface Attribution {
   author: AuthorIdentity;
   kind: 'audit' | 'unresolved';
   tier: JoinTier;
+  /** RFC 3339 of the fact that named the change (absent when unresolved). */
+  factTime?: string;
 }
 
 export const UNRESOLVED: Attribution = { authorKey: UNRESOLVED_WINDOW_KEY, author: UNRESOLVED_AUTHOR, kind: 'unresolved', tier: 'unresolved' };
 
 export function attributionOf(m: FactMatch): Attribution {
-  return { authorKey: windowKeyOfUser(m.fact.user.username), author: authorOfIdentity(m.fact.user.username, m.fact.user.extra), kind: 'audit', tier: m.tier };
+  return { authorKey: windowKeyOfUser(m.fact.user.username), author: authorOfIdentity(m.fact.user.username, m.fact.user.extra), kind: 'audit', tier: m.tier, factTime: m.fact.time };
 }
 
 /** The join's view of the controllers' configuration: where facts are and whether anyone posts them. */
@@ -43,20 +47,36 @@ export interface AttributionConfig {
   facts: AttributionFacts;
   /** The audit listener is enabled (--audit-client-ca-file): default-source GitTargets read the hosting route. */
   auditListener: boolean;
+  /**
+   * The default source is this server's own sandbox, whose writes record their facts on the request
+   * path (sandbox.ts): default-source GitTargets join on the sandbox route of their logical cluster.
+   */
+  sandboxSource?: boolean;
   graceMs?: number;
   noFactsGraceMs?: number;
 }
 
+/** The kcp annotation the registry stamps on objects of a logical cluster other than the default. */
+const CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
 /**
- * The audit route a GitTarget's changes are joined on, or undefined (windows stay unattributed and
- * a CommitRequest claims them): spec.attribution.auditRoute when set; else the hosting cluster's
- * route when the audit listener is enabled and the GitTarget mirrors the default source.
+ * The fact route a GitTarget's changes are joined on, or undefined (windows stay unattributed and
+ * a CommitRequest claims them): spec.attribution.auditRoute when set; else, for a GitTarget that
+ * mirrors the default source, the sandbox route of its logical cluster when the default source is
+ * this server's sandbox, or the hosting cluster's audit route when the audit listener is enabled.
  */
-export function effectiveRoute(gt: KubeObject | undefined, auditListener: boolean): string | undefined {
+export function effectiveRoute(gt: KubeObject | undefined, auditListener: boolean, sandboxSource = false): string | undefined {
   const spec = gt?.spec as { attribution?: { auditRoute?: string }; source?: unknown } | undefined;
   if (!spec) return undefined;
   if (spec.attribution?.auditRoute) return spec.attribution.auditRoute;
-  return auditListener && !spec.source ? HOSTING_ROUTE : undefined;
+  if (spec.source) return undefined;
+  if (sandboxSource) return sandboxRoute(gt?.metadata.annotations?.[CLUSTER_ANNOTATION] ?? DEFAULT_CLUSTER);
+  return auditListener ? HOSTING_ROUTE : undefined;
+}
+
+/** effectiveRoute under the controllers' attribution configuration. */
+export function routeOf(gt: KubeObject | undefined, cfg: AttributionConfig | undefined): string | undefined {
+  return cfg ? effectiveRoute(gt, cfg.auditListener, cfg.sandboxSource) : undefined;
 }
 
 /** The part of a mirrored change the join reads (structurally the windows' PendingChange). */

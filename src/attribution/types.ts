@@ -34,6 +34,8 @@ export interface AuditFact {
   /** deletecollection only: the uids its response listed. */
   uids?: string[];
   user: AuditUser;
+  /** Who authenticated when the request impersonated `user` (audit's `user` beside `impersonatedUser`). */
+  impersonator?: AuditUser;
   /** RFC 3339 (the event's stageTimestamp). */
   time: string;
 }

@@ -1,7 +1,7 @@
 // Assembles the authorizer: system:masters and the always-allowed paths first (never asked of a
 // remote service, so probes keep working while the hosting cluster is down), then the mode's own.
 import type { AuthzOptions } from './options.js';
-import type { Attributes, AuthorizationResult, Authorizer } from './types.js';
+import type { Attributes, AuthorizationResult, Authorizer, RuleResolver, SubjectRules } from './types.js';
 import { loggerOf, type AuthDeps } from './deps.js';
 import { RBACFileAuthorizer } from './rbac-file.js';
 import { DelegatedAuthorizer } from './delegated.js';
@@ -69,24 +69,40 @@ export interface BuiltAuthorization {
    * system:anonymous); every other anonymous request is 401.
    */
   anonymousPaths: string[];
+  /**
+   * What a user may do, for SelfSubjectRulesReview: RBAC lists its rules; AlwaysAllow everything;
+   * Delegated cannot list (incomplete, as kube-apiserver answers for webhook authorizers).
+   */
+  rules: RuleResolver;
   close(): void;
 }
+
+/** kube's rules for "everything" (AlwaysAllow, system:masters). */
+export const ALL_RULES: SubjectRules = Object.freeze({
+  resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }],
+  nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+  incomplete: false,
+}) as SubjectRules;
+const UNLISTABLE: SubjectRules = Object.freeze({ resourceRules: [], nonResourceRules: [], incomplete: true }) as SubjectRules;
 
 export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}): Promise<BuiltAuthorization> {
   const logger = loggerOf(deps);
   let inner: Authorizer;
   let closeInner = (): void => {};
   let anonymousPaths: string[] = [];
+  let rules: RuleResolver = { rulesFor: () => UNLISTABLE };
   switch (opts.mode) {
     case 'AlwaysAllow':
       logger.warn('authorization: --authorization-mode=AlwaysAllow lets every authenticated request do anything; use it for development only');
       inner = alwaysAllow;
+      rules = { rulesFor: () => ALL_RULES };
       break;
     case 'RBAC': {
       if (!opts.policyFile) throw new Error('--authorization-policy-file: required with --authorization-mode=RBAC');
       const rbac = await RBACFileAuthorizer.start(opts.policyFile, opts.policyPollIntervalMs, logger, { bootstrapRoles: opts.bootstrapRoles });
       if (opts.bootstrapRoles) anonymousPaths = [...PUBLIC_INFO_PATHS];
       inner = rbac;
+      rules = rbac;
       closeInner = () => rbac.close();
       break;
     }
@@ -113,6 +129,7 @@ export async function buildAuthorization(opts: AuthzOptions, deps: AuthDeps = {}
     authorizer: withKcpShards(opts, authorizer),
     alwaysAllowPaths: [...opts.alwaysAllowPaths],
     anonymousPaths,
+    rules,
     close: () => {
       closeInner();
       closeBindings();

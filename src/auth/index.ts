@@ -5,7 +5,7 @@ export type { AuthnOptions, AuthzOptions, AuthorizationMode, RequestHeaderOption
 export type { AuthDeps, AuthLogger } from './deps.js';
 export { buildAuthentication } from './authentication.js';
 export type { BuiltAuthentication, BuildAuthenticationDeps } from './authentication.js';
-export { buildAuthorization, pathMatches, SYSTEM_MASTERS } from './authorization.js';
+export { buildAuthorization, pathMatches, SYSTEM_MASTERS, ALL_RULES } from './authorization.js';
 export type { BuiltAuthorization } from './authorization.js';
 export { forbiddenMessage, forbiddenDetails } from './messages.js';
 export { checkAssertAuthor, assertAuthorRule, ASSERT_AUTHOR_VERB } from './assert-author.js';

@@ -1,6 +1,6 @@
 // Local evaluation of rbac.authorization.k8s.io/v1 objects with Kubernetes' semantics
 // (plugin/pkg/auth/authorizer/rbac: RuleAllows, appliesTo, ResourceMatches, NonResourceURLMatches).
-import type { Attributes, AuthorizationResult, Authorizer, UserInfo } from './types.js';
+import type { Attributes, AuthorizationResult, Authorizer, ResourceRule, SubjectRules, UserInfo } from './types.js';
 
 export interface PolicyRule {
   verbs: string[];
@@ -187,6 +187,20 @@ class ClusterPolicy {
     return `unsupported roleRef kind ${JSON.stringify(ref.kind)} in ${b.kind} ${JSON.stringify(b.name)}`;
   }
 
+  /** The rules `user` holds in `namespace` ('' = cluster-wide bindings only), as kube's RBAC RulesFor; unresolvable roles are errors. */
+  rulesFor(user: UserInfo, namespace: string, out: PolicyRule[], errors: string[]): void {
+    const visit = (bindings: Binding[] | undefined): void => {
+      for (const b of bindings ?? []) {
+        if (!b.subjects.some((s) => subjectMatches(user, s, b.namespace))) continue;
+        const rules = this.rulesOf(b);
+        if (typeof rules === 'string') errors.push(rules);
+        else out.push(...rules);
+      }
+    };
+    visit(this.clusterBindings);
+    if (namespace) visit(this.bindingsByNamespace.get(namespace));
+  }
+
   /** Kubernetes' RBAC authorizer: allow with the granting binding as reason, else no opinion. */
   evaluate(a: Attributes): AuthorizationResult {
     const errors: string[] = [];
@@ -241,6 +255,29 @@ export class RBACPolicy {
     for (const [c, objs] of byCluster) this.clusters.set(c, new ClusterPolicy(objs, this.everyCluster?.clusterRoles));
   }
 
+  /** The rules `user` holds in `namespace` of `cluster` (its own grants and the bootstrap roles); nothing for the wildcard. */
+  rulesFor(user: UserInfo, namespace: string, cluster?: string): SubjectRules {
+    const rules: PolicyRule[] = [];
+    const errors: string[] = [];
+    if (cluster !== '*') {
+      this.clusters.get(cluster ?? '')?.rulesFor(user, namespace, rules, errors);
+      this.everyCluster?.rulesFor(user, namespace, rules, errors);
+    }
+    const out: SubjectRules = { resourceRules: [], nonResourceRules: [], incomplete: false };
+    for (const r of rules) {
+      if (r.nonResourceURLs?.length) out.nonResourceRules.push({ verbs: [...r.verbs], nonResourceURLs: [...r.nonResourceURLs] });
+      else {
+        const rr: ResourceRule = { verbs: [...r.verbs] };
+        if (r.apiGroups) rr.apiGroups = [...r.apiGroups];
+        if (r.resources) rr.resources = [...r.resources];
+        if (r.resourceNames?.length) rr.resourceNames = [...r.resourceNames];
+        out.resourceRules.push(rr);
+      }
+    }
+    if (errors.length) out.evaluationError = errors.join(', ');
+    return out;
+  }
+
   evaluate(a: Attributes): AuthorizationResult {
     if (a.cluster === '*') return { decision: 'noopinion', reason: WILDCARD_NEVER_GRANTED };
     const own = this.clusters.get(a.cluster ?? '')?.evaluate(a);
@@ -261,5 +298,9 @@ export class RBACAuthorizer implements Authorizer {
 
   async authorize(attrs: Attributes): Promise<AuthorizationResult> {
     return this.policy.evaluate(attrs);
+  }
+
+  rulesFor(user: UserInfo, namespace: string, cluster?: string): SubjectRules {
+    return this.policy.rulesFor(user, namespace, cluster);
   }
 }

@@ -83,3 +83,28 @@ export interface AuthorizationResult {
 export interface Authorizer {
   authorize(attrs: Attributes): Promise<AuthorizationResult>;
 }
+
+/** authorizer.ResourceRuleInfo / NonResourceRuleInfo, as a SelfSubjectRulesReview lists them. */
+export interface ResourceRule {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+}
+export interface NonResourceRule {
+  verbs: string[];
+  nonResourceURLs?: string[];
+}
+
+/** What a user may do in a namespace, as far as the authorizer can list it (authorizer.RuleResolver). */
+export interface SubjectRules {
+  resourceRules: ResourceRule[];
+  nonResourceRules: NonResourceRule[];
+  /** True when the authorizer cannot list everything it would allow (a webhook, Delegated). */
+  incomplete: boolean;
+  evaluationError?: string;
+}
+
+export interface RuleResolver {
+  rulesFor(user: UserInfo, namespace: string, cluster?: string): SubjectRules;
+}

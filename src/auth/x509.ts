@@ -5,7 +5,7 @@
 // TLS layer cannot say is which bundle anchors the chain, so each authenticator then requires the
 // root of the verified chain to be in its own, current bundle (a CA removed by rotation stops
 // authenticating even on open connections), and re-checks validity dates (long-lived connections).
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { AuthnRequest, Authenticator, AuthnResult, PeerVerification, UserInfo } from './types.js';
 
@@ -145,6 +145,25 @@ export class ChainVerifier {
   }
 }
 
+/** The extra key kube-apiserver sets on every authenticated user to identify its credential (user.CredentialIDKey). */
+export const CREDENTIAL_ID_EXTRA = 'authentication.kubernetes.io/credential-id';
+const clientUserByCert = new WeakMap<X509Certificate, UserInfo>();
+
+/**
+ * A client certificate's user as kube-apiserver's CommonNameUserConversion makes it
+ * (k8s.io/apiserver pkg/authentication/request/x509): CN, O, and the credential id
+ * `X509SHA256=<hex sha-256 of the certificate>` (what `kubectl auth whoami` shows as Extra).
+ */
+function clientCertificateUser(leaf: X509Certificate): UserInfo {
+  let u = clientUserByCert.get(leaf);
+  if (!u) {
+    const id = `X509SHA256=${createHash('sha256').update(leaf.raw).digest('hex')}`;
+    u = Object.freeze({ ...userFromCertificate(leaf), extra: Object.freeze({ [CREDENTIAL_ID_EXTRA]: Object.freeze([id]) as string[] }) }) as UserInfo;
+    clientUserByCert.set(leaf, u);
+  }
+  return u;
+}
+
 /** `--client-ca-file`: user = CN, groups = O. Not applicable (anonymous) without a certificate or CA. */
 export class X509Authenticator implements Authenticator {
   private readonly verifier: ChainVerifier;
@@ -157,7 +176,7 @@ export class X509Authenticator implements Authenticator {
     if (!chain || chain.length === 0 || this.ca.roots().length === 0) return { kind: 'anonymous' };
     const err = this.verifier.verify(chain, req.peerVerified);
     if (err) return { kind: 'error', message: `client certificate: ${err}` };
-    const user = userFromCertificate(chain[0]!);
+    const user = clientCertificateUser(chain[0]!);
     if (!user.username) return { kind: 'error', message: 'client certificate: subject has no common name' };
     return { kind: 'user', user };
   }

@@ -3,7 +3,7 @@
 // restart keeps working with kubeconfigs handed out earlier.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCA, issueCertificate, type KeyPair } from './pki.js';
+import { createCA, issueCertificate, selfSignedServerCertificate, type KeyPair } from './pki.js';
 
 export interface DevPKI {
   caFile: string;
@@ -53,8 +53,21 @@ export function ensureDevPKI(certDir: string, hosts: { dnsNames: string[]; ipAdd
   };
 }
 
-/** A kubeconfig for a client certificate user; certificate data is embedded so the file stands alone. */
-export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: string; keyPem: string; user: string; namespace?: string; name?: string }): string {
+/**
+ * The loopback client's serving certificate (src/auth/loopback.ts): self-signed for `servername`,
+ * in memory only and new on every start; the client trusts exactly this certificate.
+ */
+export function loopbackServingCertificate(servername: string): KeyPair {
+  return selfSignedServerCertificate(servername, [servername]);
+}
+
+/**
+ * A kubeconfig for a client certificate user (or a bearer token: the in-memory loopback client,
+ * src/auth/loopback.ts); certificate data is embedded so the file stands alone.
+ */
+export function kubeconfigYAML(
+  opts: { server: string; caPem: string; user: string; namespace?: string; name?: string; tlsServerName?: string } & ({ certPem: string; keyPem: string } | { token: string }),
+): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const name = opts.name ?? 'reverser';
   return [
@@ -65,11 +78,11 @@ export function kubeconfigYAML(opts: { server: string; caPem: string; certPem: s
     '  cluster:',
     `    server: ${opts.server}`,
     `    certificate-authority-data: ${b64(opts.caPem)}`,
+    ...(opts.tlsServerName ? [`    tls-server-name: ${opts.tlsServerName}`] : []),
     'users:',
     `- name: ${opts.user}`,
     '  user:',
-    `    client-certificate-data: ${b64(opts.certPem)}`,
-    `    client-key-data: ${b64(opts.keyPem)}`,
+    ...('token' in opts ? [`    token: ${opts.token}`] : [`    client-certificate-data: ${b64(opts.certPem)}`, `    client-key-data: ${b64(opts.keyPem)}`]),
     'contexts:',
     `- name: ${name}`,
     '  context:',

@@ -56,6 +56,26 @@ export function createCA(commonName: string, days = 3650): KeyPair {
   return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
 }
 
+/** A self-signed serving certificate for `dnsNames` (one key, no CA): a client trusts exactly it. */
+export function selfSignedServerCertificate(commonName: string, dnsNames: string[], days = 365): KeyPair {
+  const k = newKey();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = k.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, days);
+  const attrs = [{ name: 'commonName', value: commonName }];
+  cert.setSubject(attrs);
+  cert.setIssuer(attrs);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    { name: 'subjectAltName', altNames: dnsNames.map((value) => ({ type: 2, value })) },
+  ]);
+  cert.sign(k.forgeKey, forge.md.sha256.create());
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+}
+
 export function issueCertificate(ca: KeyPair, opts: IssueOptions): KeyPair {
   const caCert = forge.pki.certificateFromPem(ca.certPem);
   const caKey = forge.pki.privateKeyFromPem(ca.keyPem);

@@ -16,6 +16,18 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`v${ownVersion()} (Kubernetes API ${KUBERNETES_API_LEVEL}; /version gitVersion ${versionInfo().gitVersion})\n`);
     return 0;
   }
+  if (cmd === 'kubeconfig') {
+    const { runKubeconfig } = await import('./kubeconfig.js');
+    try {
+      return runKubeconfig(rest);
+    } catch (e) {
+      if (e instanceof FlagError) {
+        process.stderr.write(`error: ${e.message}\n`);
+        return 2;
+      }
+      throw e;
+    }
+  }
   if (cmd !== 'serve' && cmd !== 'sandbox') {
     process.stderr.write(`unknown command ${JSON.stringify(cmd)}; run reverser-apiserver --help\n`);
     return 2;

@@ -12,6 +12,7 @@ import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type
 import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
+import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 
 export class FlagError extends Error {}
 
@@ -50,6 +51,12 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'audit-port', description: 'Port of the audit listener; 0 picks a free port (printed on stdout and logged).', default: String(DEFAULT_AUDIT_PORT) },
   { name: 'audit-max-request-bytes', description: 'Largest EventList body the audit listener accepts (413 beyond).', default: String(DEFAULT_AUDIT_MAX_REQUEST_BYTES) },
   { name: 'audit-fact-ttl', description: 'How long an attribution fact from the audit log is kept (e.g. 10m, 1h30m).', default: '10m' },
+  {
+    name: 'authority-reverify-interval',
+    description:
+      "How often every GitTarget's recorded authority (status.authority) is re-verified with the authorizer, in one batched pass (Go duration). A revoked grant stops its mirror at the next pass; a grant that could not be confirmed for two intervals stops it too.",
+    default: '5m',
+  },
   {
     name: 'attribution-grace',
     description:
@@ -99,6 +106,8 @@ export interface ServeOptions {
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };
+  /** How often GitTargets' recorded authority is re-verified (ms). */
+  authorityReverifyIntervalMs: number;
   authn: AuthnOptions;
   authz: AuthzOptions;
   registration: RegistrationOptions;
@@ -106,6 +115,8 @@ export interface ServeOptions {
   audit: AuditOptions;
   /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
   devPKI: boolean;
+  /** --allow-insecure-credentials, --allow-file-repositories, --egress-* (src/net/flags.ts). */
+  tenantInput: TenantInputOptions;
 }
 
 export interface AuditOptions {
@@ -123,6 +134,7 @@ export function allServeFlags(): Flag[] {
     ...SERVE_FLAGS,
     ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
     ...REGISTRATION_FLAGS,
+    ...TENANT_INPUT_FLAGS,
   ];
 }
 
@@ -134,6 +146,8 @@ export function helpText(): string {
     '  reverser-apiserver serve [flags]   run the API server',
     '  reverser-apiserver sandbox [flags] run only the sandbox (a small Kubernetes core) and write <data-dir>/sandbox.kubeconfig;',
     '                                     same flags as serve (--authorization-mode defaults to AlwaysAllow)',
+    '  reverser-apiserver kubeconfig --user NAME [--group G]... [-o FILE]',
+    '                                     write a kubeconfig for a user, signed by the dev CA (kubeconfig --help)',
     '  reverser-apiserver version         print the version',
     '  reverser-apiserver --help          this text',
     '',
@@ -153,7 +167,7 @@ function int(values: Record<string, string | undefined>, name: string, min: numb
 }
 
 /** Flags that may be given bare (`--sandbox`) to mean true, as Go's boolean flags. */
-const BOOLEAN_FLAGS = new Set(['sandbox']);
+const BOOLEAN_FLAGS = new Set(['sandbox', 'allow-insecure-credentials', 'allow-file-repositories']);
 
 function bool(name: string, v: string): boolean {
   if (v === 'true') return true;
@@ -223,6 +237,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     return ms;
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
+  const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
@@ -259,7 +274,15 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     if (e instanceof RegistrationFlagError) throw new FlagError(e.message);
     throw e;
   }
+  let tenantInput: TenantInputOptions;
+  try {
+    tenantInput = parseTenantInputFlags(values);
+  } catch (e) {
+    if (e instanceof TenantInputFlagError) throw new FlagError(e.message);
+    throw e;
+  }
   return {
+    tenantInput,
     mode,
     sandbox: mode === 'sandbox' || sandbox,
     securePort,
@@ -281,6 +304,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     committer,
     controllers,
     attribution,
+    authorityReverifyIntervalMs,
     authn: auth.authn,
     authz: auth.authz,
     registration,

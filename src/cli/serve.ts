@@ -8,6 +8,7 @@ import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
+import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
 import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
@@ -19,6 +20,10 @@ import { startRegistration, type RunningRegistration } from './registration.js';
 import { StoreFacts } from '../attribution/facts-store.js';
 import { createAuditMetrics } from '../attribution/metrics.js';
 import type { AttributionFacts } from '../attribution/types.js';
+import { sandboxFactRecorder } from '../attribution/sandbox.js';
+import { createLoopback, LOOPBACK_SERVER_NAME, LOOPBACK_USER } from '../auth/loopback.js';
+import { loopbackServingCertificate } from '../certs/dev-pki.js';
+import { SANDBOX_RESOURCES } from '../api/resources.js';
 
 export interface Running {
   server: BuiltServer;
@@ -87,6 +92,14 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     }
   }
   const authn = await buildAuthentication(opts.authn, { logger: authLogger(log) });
+  // The sandbox as the mirror's default source (no --kubeconfig, not in a Pod): the mirror reads it
+  // over loopback with an in-memory token, whatever CA authenticates clients (src/auth/loopback.ts).
+  const sandboxSource = opts.mode === 'serve' && opts.sandbox && !opts.kubeconfig && !process.env.KUBERNETES_SERVICE_HOST;
+  const loopback = sandboxSource ? createLoopback() : undefined;
+  // With --tls-cert-file (whose issuer this process may not have), the loopback client gets its own
+  // self-signed serving certificate, in memory and chosen by SNI, as kube-apiserver's loopback
+  // client does; with the generated dev PKI it verifies the serving certificate against the dev CA.
+  const loopbackServing = loopback && generatedCAFile === undefined ? loopbackServingCertificate(LOOPBACK_SERVER_NAME) : undefined;
   const authz = await buildAuthorization(opts.authz, { logger: authLogger(log) });
   const store = await createStore({
     storage: opts.storage,
@@ -99,21 +112,33 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   let engine: Promise<CommitEngine> | undefined;
   const git = () =>
     (engine ??= import('../git/worker.js').then(
-      ({ GitWorker }) => new GitWorker({ dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store }),
+      ({ GitWorker }) => new GitWorker({
+        dataDir: opts.dataDir, committerName: opts.committer.name, committerEmail: opts.committer.email, lease: store,
+        egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
+      }),
     ));
   const metrics = createServerMetrics();
+  const auditMetrics = createAuditMetrics(metrics.registry);
+  const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
   let registration: RunningRegistration | undefined;
   const server = await buildServer({
     store,
-    tls: { certPem, keyPem, clientCAs: () => authn.tlsCAs(), onClientCAsChange: (l) => authn.onTLSCAsChange(l) },
-    authenticator: authn.authenticator,
+    tls: {
+      certPem,
+      keyPem,
+      clientCAs: () => authn.tlsCAs(),
+      onClientCAsChange: (l) => authn.onTLSCAsChange(l),
+      sni: loopbackServing && { servername: LOOPBACK_SERVER_NAME, certPem: loopbackServing.certPem, keyPem: loopbackServing.keyPem },
+    },
+    authenticator: loopback ? loopback.wrap(authn.authenticator) : authn.authenticator,
     authorizer: authz.authorizer,
+    rules: authz.rules,
     alwaysAllowPaths: authz.alwaysAllowPaths,
     anonymousPaths: authz.anonymousPaths,
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer) },
+    strategies: { commitrequests: commitRequestStrategy(authz.authorizer), gittargets: gitTargetStrategy(authz.authorizer) },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
@@ -122,9 +147,10 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       : [],
     maxRequestBytes: opts.maxRequestBytes,
     connections: opts.connections,
+    // Attribution from the request path: every stored write of a sandbox object records its fact
+    // (src/attribution/sandbox.ts) when the sandbox is the mirror's default source.
+    writeObserver: sandboxSource ? { observes: (def) => SANDBOX_RESOURCES.includes(def), observe: sandboxFactRecorder(facts) } : undefined,
   });
-  const auditMetrics = createAuditMetrics(metrics.registry);
-  const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
   // A fresh sandbox has the namespaces a fresh cluster has (default, kube-system, ...).
   if (opts.sandbox) await ensureInitialNamespaces(server.registries);
   await server.listen(opts.securePort, opts.bindAddress);
@@ -170,17 +196,27 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
   if (opts.mode === 'serve' && opts.controllers.size > 0) {
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');
-    // Development: with --sandbox and the dev PKI, the mirror's default source is this server's own sandbox.
-    const sandboxKubeconfig = opts.sandbox ? adminKubeconfig : undefined;
+    // With --sandbox (and no hosting cluster), the mirror's default source is this server's own sandbox.
+    const sandboxKubeconfig = loopback
+      ? kubeconfigYAML({
+          server: url,
+          ...(loopbackServing ? { caPem: loopbackServing.certPem, tlsServerName: LOOPBACK_SERVER_NAME } : { caPem: rootCAPem }),
+          token: loopback.token,
+          user: LOOPBACK_USER,
+          name: 'reverser-sandbox-loopback',
+        })
+      : undefined;
     const defaultSource = defaultSourceConfig({ kubeconfigPath: opts.kubeconfig, env: process.env, sandboxKubeconfig });
     // kcp's URL goes with kcp's credentials (--kubeconfig or in-cluster), never with the sandbox's.
     const fromHosting = !!opts.kubeconfig || !!process.env.KUBERNETES_SERVICE_HOST;
     const kcpServerURL = fromHosting ? opts.kcpServerURL : undefined;
-    // Per-edit attribution: default-source GitTargets join on the hosting route when this server takes audit posts.
-    const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
+    // Per-edit attribution: default-source GitTargets join on the sandbox's route when the sandbox is
+    // the default source, else on the hosting route when this server takes audit posts.
+    const attribution = { facts, auditListener: opts.audit.clientCAFile !== undefined, sandboxSource, graceMs: opts.attribution.graceMs, noFactsGraceMs: opts.attribution.noFactsGraceMs };
     controllers = await startControllers({
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
-      attribution, registries: server.registries, requestMetrics: metrics,
+      attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput,
+      authority: { authorizer: authz.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
     }, opts.controllers);
   }
   if (adminKubeconfig) {

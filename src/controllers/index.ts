@@ -16,6 +16,9 @@ import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import { EgressPolicy, type EgressOptions } from '../net/egress.js';
+import type { Authorizer } from '../auth/types.js';
+import { AuthorityVerifier } from './authority/verifier.js';
 
 export { CONTROLLER_NAMES, parseControllers, type ControllerName } from './names.js';
 
@@ -43,10 +46,18 @@ export interface ControllerDeps {
   mirrorRecheckMs?: number;
   /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
   attribution?: AttributionConfig;
+  /** --allow-insecure-credentials, --allow-file-repositories and the --egress-* policy (kubeconfig Secrets; the git engine gets its own copy). */
+  tenantInput?: { allowInsecureCredentials?: boolean; allowFileRepositories?: boolean; egress?: EgressOptions };
   /** The server's registries: controllers write status through them as the system identity (default: registries over `store`). */
   registries?: Registries;
   /** The API's request metrics, where controllers' writes are counted as a client's would be. */
   requestMetrics?: RequestMetrics;
+  /**
+   * Re-verification of the authority GitTargets run under: the server's authorizer and the pass
+   * interval (--authority-reverify-interval). Without it (tests of the controllers alone) the
+   * mirror does not gate on authority.
+   */
+  authority?: { authorizer: Authorizer; intervalMs: number };
 }
 
 export interface RunningControllers {
@@ -55,6 +66,7 @@ export interface RunningControllers {
   /** Where the mirror adds changes (undefined when the windows controller does not run here). */
   sink: WindowSink | undefined;
   gitTargets: Informer;
+  authority: AuthorityVerifier | undefined;
   stop(): Promise<void>;
 }
 
@@ -69,7 +81,9 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   let windows: WindowsController | undefined;
   // Where GitTargets' sources and Secrets are (per logical cluster); shared by the mirror and the windows' git credentials.
   const source = enabled.has('mirror') || deps.workspaceSecrets ? await import('./source/index.js') : undefined;
-  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL });
+  const tenantInput = deps.tenantInput ?? {};
+  const vet = { allowInsecureCredentials: tenantInput.allowInsecureCredentials, egress: new EgressPolicy(tenantInput.egress) };
+  const connector = source && new source.SourceConnector({ defaultConfig: deps.defaultSource, kcpServerURL: deps.kcpServerURL, vet });
   // Git credentials Secrets: the store's, or a kcp GitTarget's own workspace's (the windows' commits and the mirror's folder listing).
   const fromStore = secretCredentials(deps.store);
   const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
@@ -83,6 +97,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     stops.push(() => windows!.stop());
   }
   let requests: CommitRequestController | undefined;
+  let verifier: AuthorityVerifier | undefined;
   if (enabled.has('commitrequests')) {
     const { WindowRecords } = await import('./windows/record.js');
     requests = new CommitRequestController({ store: deps.store, client, records: windows?.records ?? new WindowRecords(deps.store), gitTargets, log: deps.log, metrics, requestGraceMs: deps.requestGraceMs });
@@ -99,14 +114,19 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
       const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
       if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
       const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
-      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt) }, branch: spec.branch, folder: spec.path });
+      return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt), tenant: { cluster: key.cluster, namespace: key.namespace } }, branch: spec.branch, folder: spec.path });
     };
+    const authority = deps.authority ? new AuthorityVerifier({ ...deps.authority, gitTargets, log: deps.log }) : undefined;
+    verifier = authority;
     let mirror: Awaited<ReturnType<typeof startMirror>> | undefined;
     // Started after the shared informer below; stopped before it.
     startAfterInformer.push(async () => {
-      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing });
+      const allow = { fileRepositories: tenantInput.allowFileRepositories, insecureCredentials: tenantInput.allowInsecureCredentials };
+      mirror = await startMirror({ store: deps.store, client, log: deps.log, keeper, sink: mirrorSink, connector: mirrorConnector, gitTargets, recheckMs: deps.mirrorRecheckMs, folderListing, allow, authority });
+      authority?.start();
     });
     stops.unshift(async () => {
+      await authority?.stop();
       await mirror?.stop();
     });
   }
@@ -119,6 +139,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     keeper,
     sink,
     gitTargets,
+    authority: verifier,
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();

@@ -17,7 +17,9 @@ import { editFileText, groupOf, identityKey, identityOf, type FileEdit, type Obj
 import { serializeCommit, isTreeMode, type Signature } from './objects.js';
 import { canonicalPath, normalizeTargetPath, validateTargetPath } from './paths.js';
 import { openRepository, type Repository } from './repository.js';
-import { parseRepositoryURL, validateRepositoryURL, type GitCredentials } from './repository-url.js';
+import { parseRepositoryURL, validateRepositoryURL, type GitCredentials, type RepositoryTenant } from './repository-url.js';
+import { EgressPolicy, type EgressOptions } from '../net/egress.js';
+import { FILE_REPOSITORIES_DISABLED, insecureCredentials } from '../model/destination.js';
 import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
 
@@ -43,6 +45,12 @@ export interface GitEngineOptions {
   /** Per HTTP request. */
   httpTimeoutMs?: number;
   http?: HttpClient;
+  /** Where HTTP remotes may be (--egress-*); the built-in link-local rule always applies. */
+  egress?: EgressOptions;
+  /** --allow-insecure-credentials: credentials may go to an http:// remote (development only). */
+  allowInsecureCredentials?: boolean;
+  /** --allow-file-repositories: a tenant's GitTarget may name a file:// path on the server's disk. */
+  allowFileRepositories?: boolean;
 }
 
 export interface Person {
@@ -61,8 +69,18 @@ export type Change =
   | { op: 'write'; object: KubeObject; resource?: string }
   | { op: 'delete'; ref: ObjectRef };
 
+/**
+ * A repository as a GitTarget names it. `tenant` (the GitTarget's logical cluster and namespace)
+ * partitions `local:` names and marks the input as a tenant's: file:// then needs allowFileRepositories.
+ */
+export interface RepositoryInput {
+  url: string;
+  credentials?: GitCredentials;
+  tenant?: RepositoryTenant;
+}
+
 export interface CommitInput {
-  repository: { url: string; credentials?: GitCredentials };
+  repository: RepositoryInput;
   branch: string;
   /** GitTarget path: "." or "" is the root. */
   folder: string;
@@ -74,7 +92,7 @@ export interface CommitInput {
 
 /** A folder of a branch, as listFolder reads it. */
 export interface FolderInput {
-  repository: { url: string; credentials?: GitCredentials };
+  repository: RepositoryInput;
   branch: string;
   folder: string;
 }
@@ -119,7 +137,7 @@ export class GitEngine {
   readonly holder: string;
 
   constructor(private readonly opts: GitEngineOptions) {
-    this.http = opts.http ?? createHttpClient(opts.httpTimeoutMs);
+    this.http = opts.http ?? createHttpClient(opts.httpTimeoutMs, new EgressPolicy(opts.egress));
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   }
 
@@ -127,7 +145,7 @@ export class GitEngine {
   async commit(input: CommitInput): Promise<CommitResult> {
     const bad = validateRepositoryURL(input.repository.url) ?? validateBranchName(input.branch) ?? validateTargetPath(input.folder);
     if (bad) throw new GitEngineError('Invalid', bad);
-    const repo = this.repository(input.repository.url, input.repository.credentials);
+    const repo = this.repository(input.repository);
     // One commit at a time per repository in this process: they share the cached clone.
     return this.serialized(repo.key, () => this.commitLocked(repo, input));
   }
@@ -142,7 +160,7 @@ export class GitEngine {
   async listFolder(input: FolderInput): Promise<ObjectRef[]> {
     const bad = validateRepositoryURL(input.repository.url) ?? validateBranchName(input.branch) ?? validateTargetPath(input.folder);
     if (bad) throw new GitEngineError('Invalid', bad);
-    const repo = this.repository(input.repository.url, input.repository.credentials);
+    const repo = this.repository(input.repository);
     return this.serialized(repo.key, async () => {
       try {
         const { base } = await repo.sync(input.branch);
@@ -156,9 +174,11 @@ export class GitEngine {
     });
   }
 
-  private repository(url: string, credentials: GitCredentials | undefined): Repository {
-    const loc = parseRepositoryURL(url, this.opts.dataDir);
-    const key = `${url}\0${JSON.stringify(credentials ?? null)}`;
+  private repository({ url, credentials, tenant }: RepositoryInput): Repository {
+    const loc = parseRepositoryURL(url, this.opts.dataDir, tenant);
+    if (loc.kind === 'file' && tenant && !this.opts.allowFileRepositories) throw new GitEngineError('Invalid', FILE_REPOSITORIES_DISABLED);
+    if (credentials && url.startsWith('http://') && !this.opts.allowInsecureCredentials) throw new GitEngineError('InsecureCredentials', insecureCredentials(url));
+    const key = `${url}\0${JSON.stringify(credentials ?? null)}\0${loc.gitdir ?? ''}`;
     let repo = this.repos.get(key);
     if (!repo) this.repos.set(key, (repo = openRepository(loc, credentials, join(this.opts.dataDir, 'cache'), this.http)));
     return repo;

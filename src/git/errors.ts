@@ -1,4 +1,5 @@
 // Typed failures of a commit, shaped so a GitTarget or CommitRequest condition can say why.
+import { EGRESS_DENIED } from '../net/egress.js';
 
 export type GitErrorReason =
   | 'AuthFailed' // credentials refused (401/403): never retried
@@ -7,7 +8,9 @@ export type GitErrorReason =
   | 'Conflict' // the branch kept moving (or another writer kept the lease) until the budget ran out
   | 'LeaseLost' // this process lost the (repository, branch) lease; it stopped writing
   | 'Rejected' // the server refused the push for another reason (a hook, a protected branch)
-  | 'Invalid'; // bad input: URL, branch, folder or object
+  | 'Invalid' // bad input: URL, branch, folder or object
+  | 'EgressDenied' // the remote's address is refused by the egress policy (src/net/egress.ts)
+  | 'InsecureCredentials'; // credentials would go over plain http:// (--allow-insecure-credentials not set)
 
 export class GitEngineError extends Error {
   constructor(
@@ -34,6 +37,9 @@ export function classifyError(err: unknown, where: string): GitEngineError {
   if (err instanceof GitEngineError) return err;
   const e = (err ?? {}) as ErrorLike;
   const msg = e.message ?? String(err);
+  if (e.code === EGRESS_DENIED || (e.cause as ErrorLike | undefined)?.code === EGRESS_DENIED) {
+    return new GitEngineError('EgressDenied', `${where}: ${e.code === EGRESS_DENIED ? msg : (e.cause as ErrorLike).message}`);
+  }
   if (e.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
     if (status === 401 || status === 403) return new GitEngineError('AuthFailed', `authentication to ${where} failed (HTTP ${status}); check the credentials Secret`);

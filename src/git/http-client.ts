@@ -1,14 +1,12 @@
 // The HTTP transport handed to isomorphic-git. Compared with isomorphic-git/http/node it adds a
 // timeout (a hung server must become an "Unreachable" error, not a stuck commit) and keep-alive
-// agents, so discovery and the following POST reuse one connection.
+// agents, so discovery and the following POST reuse one connection; and the egress policy
+// (src/net/egress.ts): a literal address is checked before each request, a name on every address it
+// resolves to when a connection is made (DNS rebinding cannot pass a name that looked harmless).
 import http from 'node:http';
 import https from 'node:https';
 import type { HttpClient, GitHttpRequest, GitHttpResponse } from 'isomorphic-git';
-
-const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 8 }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 8 }),
-};
+import { EgressPolicy } from '../net/egress.js';
 
 async function collect(body: GitHttpRequest['body']): Promise<Buffer | undefined> {
   if (!body) return undefined;
@@ -17,11 +15,16 @@ async function collect(body: GitHttpRequest['body']): Promise<Buffer | undefined
   return Buffer.concat(parts);
 }
 
-export function createHttpClient(timeoutMs = 30_000): HttpClient {
+export function createHttpClient(timeoutMs = 30_000, egress: EgressPolicy = new EgressPolicy()): HttpClient {
+  const agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 8, lookup: egress.lookup }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 8, lookup: egress.lookup }),
+  };
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
-      const body = await collect(req.body);
       const u = new URL(req.url);
+      egress.assertHost(u.hostname);
+      const body = await collect(req.body);
       const mod = u.protocol === 'https:' ? https : http;
       const agent = u.protocol === 'https:' ? agents.https : agents.http;
       const headers: Record<string, string | number> = { ...(req.headers ?? {}) };

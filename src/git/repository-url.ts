@@ -11,12 +11,40 @@ export type RepositoryLocation =
   | { kind: 'file'; gitdir: string }
   | { kind: 'local'; name: string };
 
-export function parseRepositoryURL(url: string, dataDir: string): RepositoryLocation & { gitdir?: string } {
+/** Whose repository this is: a GitTarget's logical cluster and namespace. */
+export interface RepositoryTenant {
+  cluster: string;
+  namespace: string;
+}
+
+/** The logical cluster of the default (non-kcp) view; the same value as storage's DEFAULT_CLUSTER. */
+const DEFAULT_CLUSTER = '_';
+
+/**
+ * Where `local:<name>` lives for a tenant: `<data-dir>/git/<namespace>/<name>.git` in the default
+ * cluster, `<data-dir>/git/_clusters/<cluster>/<namespace>/<name>.git` in a kcp logical cluster
+ * (`_clusters` cannot be a namespace: namespaces have no "_"). So two namespaces, or two
+ * workspaces, naming the same `local:` name never write the same repository. Without a tenant
+ * (the engine used as a library, its tests) it is `<data-dir>/git/<name>.git`, the layout before
+ * partitioning; docs/security.md says how to move such repositories.
+ */
+export function localGitdir(dataDir: string, name: string, tenant?: RepositoryTenant): string {
+  if (!tenant) return join(dataDir, 'git', `${name}.git`);
+  const segment = (s: string, what: string) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(s) || s.includes('..')) throw new Error(`${what} "${s}" cannot name a repository folder`);
+    return s;
+  };
+  const ns = segment(tenant.namespace, 'namespace');
+  if (tenant.cluster === DEFAULT_CLUSTER) return join(dataDir, 'git', ns, `${name}.git`);
+  return join(dataDir, 'git', '_clusters', segment(tenant.cluster, 'logical cluster'), ns, `${name}.git`);
+}
+
+export function parseRepositoryURL(url: string, dataDir: string, tenant?: RepositoryTenant): RepositoryLocation & { gitdir?: string } {
   const bad = validateRepositoryURL(url);
   if (bad) throw new Error(bad);
   if (url.startsWith('local:')) {
     const name = url.slice('local:'.length);
-    return { kind: 'local', name, gitdir: join(dataDir, 'git', `${name}.git`) };
+    return { kind: 'local', name, gitdir: localGitdir(dataDir, name, tenant) };
   }
   if (url.startsWith('file://')) return { kind: 'file', gitdir: decodeURIComponent(url.slice('file://'.length)) };
   return { kind: 'http', url: url.replace(/\/+$/, '') };

@@ -2,6 +2,30 @@
 // file or network access), shared by the API's validation (src/api) and the git engine (src/git),
 // so neither layer imports the other for them.
 import { isAbsolute } from 'node:path';
+import { builtinEgressRefusal } from '../net/egress.js';
+
+/** The refusal of a tenant's file:// repository (src/git/engine.ts, the mirror's Validated condition). */
+export const FILE_REPOSITORIES_DISABLED =
+  'file:// repositories are disabled on this server: a path on the server\'s disk is not partitioned per tenant (an operator may allow them with --allow-file-repositories); use local:<name>, kept per namespace, or an https:// URL';
+
+/** The refusal of credentials over plain http (src/git/engine.ts, the mirror's Validated condition). */
+export function insecureCredentials(url: string): string {
+  return `the credentials in spec.repository.secretRef would be sent in cleartext to ${url.replace(/\/\/[^@/]*@/, '//')}; use https:// (the server's --allow-insecure-credentials is for development only)`;
+}
+
+/**
+ * What a GitTarget's destination may not be on this server, beyond the static rules: a file://
+ * path (unless allowed), credentials over http:// (unless allowed). Undefined when fine.
+ */
+export function destinationRefusal(
+  repository: { url?: unknown; secretRef?: unknown } | undefined,
+  allow: { fileRepositories?: boolean; insecureCredentials?: boolean },
+): { reason: string; message: string } | undefined {
+  const url = typeof repository?.url === 'string' ? repository.url : '';
+  if (url.startsWith('file://') && !allow.fileRepositories) return { reason: 'FileRepositoryNotAllowed', message: FILE_REPOSITORIES_DISABLED };
+  if (url.startsWith('http://') && repository?.secretRef && !allow.insecureCredentials) return { reason: 'InsecureCredentials', message: insecureCredentials(url) };
+  return undefined;
+}
 
 const LOCAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -33,6 +57,8 @@ export function validateRepositoryURL(url: string): string | undefined {
     return `repository URL scheme "${u.protocol}" is not supported; use https://, http://, file:///path.git or local:<name>`;
   }
   if (!u.hostname) return 'repository URL needs a host';
+  const egress = builtinEgressRefusal(u.hostname);
+  if (egress) return `repository URL host ${egress}`;
   if (u.username || u.password) return 'put credentials in the Secret named by secretRef, not in the URL';
   if (u.search || u.hash) return 'repository URL must not have a query or fragment';
   return undefined;

@@ -1,5 +1,6 @@
 // Per-edit attribution end to end through real processes: one server with --sandbox (its own
-// sandbox is the default source, the hosting route), the mirror, the windows and CommitRequest
+// sandbox is the default source; the GitTargets name the hosting route in spec.attribution.auditRoute,
+// which takes precedence over the sandbox's own request-path facts), the mirror, the windows and CommitRequest
 // controllers, the audit listener (mTLS) and a `git http-backend` remote. People edit with kubectl
 // (`--as`); the audit EventLists kube-apiserver's webhook would post are posted to the listener
 // with the audit client certificate, shortly after each edit, carrying the uid and resourceVersion
@@ -69,6 +70,7 @@ async function gitTarget(ns: string, repo: string, commit: Record<string, unknow
       branch: 'main',
       path: 'live',
       commit: { maxAgeSeconds: 600, ...commit },
+      attribution: { auditRoute: 'hosting' },
       resources: [{ group: '', resource: 'configmaps', namespaces: [ns] }],
     },
   }));
@@ -102,7 +104,7 @@ test('alice and bob edit, carol deletes: one commit each, in order, authored by 
   const three = await as('carol', ['get', 'configmap', 'three', '-n', 'default']);
   await ok(kubectl, ['--as', 'carol', 'delete', 'configmap', 'three', '-n', 'default']);
   await audited('carol', three, { verb: 'delete' });
-  assert.equal((await logLines('authors', 4))[0], `carol <carol@noreply.cluster.local>|${SERVER}|Delete ConfigMap default/three`);
+  assert.equal((await logLines('authors', 4))[0], `carol <carol@noreply.cluster.local>|${SERVER}|Delete configmaps default/three`);
   const c = await auditCondition('default');
   assert.equal(c?.status, 'True');
   assert.equal(c?.reason, 'FactsArriving');

@@ -1,5 +1,6 @@
 // Per-edit attribution across restarts and replicas, through real processes on one Redis: the
-// server (--sandbox on Redis, so its sandbox objects outlive it too) is SIGKILLed between the edit
+// server (--sandbox on Redis, so its sandbox objects outlive it too; the GitTarget names the
+// hosting audit route) is SIGKILLed between the edit
 // and the commit — with one change already in alice's window and one still waiting for its fact —
 // and the restarted server commits both under the right authors. Then two replicas share the
 // facts: a fact posted to the replica that does not hold the GitTarget names the author in the
@@ -57,6 +58,8 @@ test('SIGKILL between edit and commit (Redis): after restart the commits name al
       branch: 'main',
       path: 'live',
       commit: { idleSeconds: 8, maxAgeSeconds: 600 },
+      // The audit route, not the sandbox's own request-path facts (which would name the author at once).
+      attribution: { auditRoute: 'hosting' },
       resources: [{ group: '', resource: 'configmaps', namespaces: ['default'] }],
     },
   }));

@@ -91,7 +91,7 @@ test('two authors: their edits become two commits in order, each authored by its
   const gt = await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
   assert.equal(condition(gt, 'AuditAttribution')?.status, 'True');
   assert.equal(condition(gt, 'AuditAttribution')?.reason, 'FactsArriving');
-  assert.match(condition(gt, 'AuditAttribution')!.message, /^4 audit facts on route "hosting" within their retention, the last at \d{4}-/);
+  assert.match(condition(gt, 'AuditAttribution')!.message, /^audit facts on route "hosting" named 4 of this GitTarget's changes, the last fact naming one at \d{4}-/);
 });
 
 test('a change whose fact never comes is committed as unresolved after the grace; the change after it waits its turn; a late fact rewrites nothing', { timeout: 60_000 }, async (t) => {
@@ -145,7 +145,7 @@ test('a fact that arrives while its change waits names the author at once, long 
   await sink.add(key, [{ op: 'delete', ref: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'z' }, source: { uid: 'uid-z', resourceVersion: '31', resource: 'configmaps' } }]);
   await facts.put([fact({ user: 'carol', verb: 'delete', uid: 'uid-z', resourceVersion: '', name: 'z' })]);
   const log2 = await logOf(remote.authURL('config'), 2);
-  assert.deepEqual(log2[0], `carol <carol@noreply.cluster.local>|${BOT}|Delete ConfigMap team-a/z`);
+  assert.deepEqual(log2[0], `carol <carol@noreply.cluster.local>|${BOT}|Delete configmaps team-a/z`);
 });
 
 test("CommitRequests under attribution: bob's request does not close alice's window; alice's does, with her message; asserting her name does not claim it", { timeout: 60_000 }, async (t) => {
@@ -241,7 +241,7 @@ test('AuditAttribution: Unknown before any fact, False after the no-facts grace 
   const gtOf = (name: string) => h.store.get(GT, { cluster: '_', namespace: 'team-a', name });
   const cond = async (name: string) => condition(await gtOf(name), 'AuditAttribution');
   const unknown = await waitFor('Unknown', async () => ((await cond('tenants'))?.status === 'Unknown' ? cond('tenants') : undefined));
-  assert.deepEqual(unknown, { ...unknown, reason: 'NoFactsYet', message: 'no audit fact received on route "hosting" yet' });
+  assert.deepEqual(unknown, { ...unknown, reason: 'NoFactsYet', message: 'no audit fact on route "hosting" has named a change of this GitTarget yet' });
 
   const edited = Date.now();
   await h.running.sink!.add(key, [edit('a', 'uid-a', '60', { v: '1' })]);
@@ -250,11 +250,23 @@ test('AuditAttribution: Unknown before any fact, False after the no-facts grace 
   const f = await waitFor('False', async () => ((await cond('tenants'))?.status === 'False' ? cond('tenants') : undefined), 15_000);
   assert.ok(Date.now() - edited >= 4_000);
   assert.equal(f?.reason, 'NoFactsReceived');
-  assert.match(f!.message, /^edits were mirrored since \S+ but no audit fact arrived on route "hosting" within 4s \(none received yet\); their commits are authored "unknown \(attribution unresolved\)"/);
+  assert.match(f!.message, /^edits were mirrored since \S+ but no audit fact on route "hosting" named them within 4s \(no fact has named one yet\); their commits are authored "unknown \(attribution unresolved\)"/);
 
-  await facts.put([fact({ user: 'alice', uid: 'uid-other', resourceVersion: '61', name: 'other' })]);
+  // Another tenant's fact on the same route says nothing about this GitTarget: the condition
+  // neither turns True nor shows its count or time (bounded wait: the drain polls every 500 ms).
+  await facts.put([fact({ user: 'mallory', uid: 'uid-other', resourceVersion: '61', name: 'other', namespace: 'team-z', time: '2031-01-01T00:00:00Z' })]);
+  await new Promise((r) => setTimeout(r, 2_000));
+  const still = await cond('tenants');
+  assert.equal(still?.status, 'False');
+  assert.doesNotMatch(still!.message, /2031|mallory|team-z/);
+  // A fact naming its own next change turns it True, with its own count and time only.
+  await facts.put([fact({ user: 'alice', uid: 'uid-b', resourceVersion: '62', name: 'b', time: '2030-01-01T00:00:00Z' })]);
+  await h.running.sink!.add(key, [edit('b', 'uid-b', '62', { v: '1' })]);
   const tr = await waitFor('True', async () => ((await cond('tenants'))?.status === 'True' ? cond('tenants') : undefined), 10_000);
-  assert.equal(tr?.reason, 'FactsArriving');
+  assert.deepEqual({ reason: tr?.reason, message: tr?.message }, {
+    reason: 'FactsArriving',
+    message: 'audit facts on route "hosting" named 1 of this GitTarget\'s changes, the last fact naming one at 2030-01-01T00:00:00Z',
+  });
 
   // As the registry stores GitTargets (with the schema's defaults): the controllers' status writes go through it.
   const DEFAULTS = { commit: { idleSeconds: 0, maxAgeSeconds: 600, mode: 'Auto' }, prune: { mode: 'OnEvent' }, includeClusterNoise: false, suspend: false };
@@ -274,7 +286,9 @@ test('AuditAttribution: Unknown before any fact, False after the no-facts grace 
   });
   await waitFor('routed Unknown', async () => (await cond('routed'))?.reason === 'NoFactsYet');
   await facts.put([fact({ route: 'tenant-b', user: 'dave', uid: 'uid-q', resourceVersion: '1', name: 'q' })]);
-  await waitFor('routed True', async () => (await cond('routed'))?.reason === 'FactsArriving');
+  // A fact on its route about an object it never mirrored is not this GitTarget's: it stays NoFactsYet.
+  await new Promise((r) => setTimeout(r, 1_500));
+  assert.deepEqual({ reason: (await cond('routed'))?.reason, message: (await cond('routed'))?.message }, { reason: 'NoFactsYet', message: 'no audit fact on route "tenant-b" has named a change of this GitTarget yet' });
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(await cond('remote-src'), undefined);
 });

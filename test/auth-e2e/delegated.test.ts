@@ -2,6 +2,7 @@
 // <fake hosting cluster>`, with the fake also serving kube-system/extension-apiserver-authentication.
 // Asserts the exact SubjectAccessReview and TokenReview JSON the server sends, caching within the
 // TTLs, fail-closed on a 500 or a hanging SubjectAccessReview, and CA rotation without restart.
+import { X509Certificate, createHash } from 'node:crypto';
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { issueClientCert, makeCA, type CA, type KeyPair } from '../support/pki.js';
@@ -93,13 +94,15 @@ test('ordinary request: the exact SubjectAccessReview JSON, sent with the kubeco
     + '"user":"alice","groups":["devs","ops","system:authenticated"],'
     + '"extra":{"configbutler.ai/claims/email":["alice@example.com"],"scopes/a":["x"]},"uid":"u-alice"}}');
 
-  // A client certificate from the ConfigMap's client-ca-file: user = CN, groups = O.
+  // A client certificate from the ConfigMap's client-ca-file: user = CN, groups = O, and the
+  // certificate's credential id as extra (as kube-apiserver's x509 authenticator).
   const carol = issueClientCert(clientCA, 'carol', ['qa']);
+  const carolID = `X509SHA256=${createHash('sha256').update(new X509Certificate(carol.certPem).raw).digest('hex')}`;
   const c = await call(`${CRS}/nothing-here`, { cert: carol, headers: asUser('alice') });
   assert.equal(c.status, 404, c.text);
   assert.deepEqual((sarsOf('carol')[0]!.body as { spec: unknown }).spec, {
     resourceAttributes: { namespace: 'team-a', verb: 'get', group: 'configbutler.ai', version: 'v1alpha1', resource: 'commitrequests', name: 'nothing-here' },
-    user: 'carol', groups: ['qa', 'system:authenticated'],
+    user: 'carol', groups: ['qa', 'system:authenticated'], extra: { 'authentication.kubernetes.io/credential-id': [carolID] },
   });
 
   // /healthz and system:masters never reach the hosting cluster.

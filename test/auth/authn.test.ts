@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
+import { X509Certificate, createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -76,7 +77,9 @@ test('client certificates and front proxy', async (t) => {
     const r = await call(carol, fpHeaders);
     assert.equal(r.kind, 'user');
     if (r.kind !== 'user') return;
-    assert.deepEqual(r.user, { username: 'carol', groups: ['qa', 'system:authenticated'] });
+    // As kube-apiserver's x509 authenticator: the credential id is the certificate's SHA-256.
+    const id = `X509SHA256=${createHash('sha256').update(new X509Certificate(carol.certPem).raw).digest('hex')}`;
+    assert.deepEqual(r.user, { username: 'carol', groups: ['qa', 'system:authenticated'], extra: { 'authentication.kubernetes.io/credential-id': [id] } });
     assert.deepEqual(r.consumedHeaders, ['X-Remote-User', 'X-Remote-Group', 'X-Remote-Extra-Scopes%2Fa', 'X-Remote-Uid']);
   });
 

@@ -115,6 +115,11 @@ function normalize(a: Answer): unknown {
   }
   const o = structuredClone(a.body);
   for (const k of ['uid', 'resourceVersion', 'creationTimestamp']) delete o.metadata[k];
+  // status.authority is recorded by our server from the request (docs/security.md); a CRD has none.
+  if (o.status?.authority) {
+    delete o.status.authority;
+    if (Object.keys(o.status).length === 0) delete o.status;
+  }
   o.metadata.managedFields = (o.metadata.managedFields ?? [])
     .map(({ time: _t, ...rest }: any) => rest)
     .sort((x: any, y: any) => `${x.manager}/${x.operation}/${x.subresource ?? ''}`.localeCompare(`${y.manager}/${y.operation}/${y.subresource ?? ''}`));

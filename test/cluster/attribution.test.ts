@@ -231,7 +231,7 @@ describe('every edit authored by the person who made it', { concurrency: false }
     const carol = kubectl(userKubeconfig('carol'));
     ok(await carol.run(['-n', WORK, 'delete', 'configmap', 'c']));
     const l = await commits('people', 5);
-    assert.equal(l[4], `carol <carol@noreply.cluster.local>|${COMMITTER}|Delete ConfigMap ${WORK}/c`);
+    assert.equal(l[4], `carol <carol@noreply.cluster.local>|${COMMITTER}|Delete configmaps ${WORK}/c`);
     assert.equal(await changedFiles('people'), `D\tlive/${WORK}/configmaps/c.yaml\n`);
   });
 

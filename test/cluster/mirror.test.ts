@@ -59,7 +59,7 @@ after(async () => {
 });
 
 test('ConfigMaps made with kubectl in kube-apiserver reach the Git folder; kube-root-ca.crt does not', { timeout: 180_000 }, async () => {
-  const repo = join(cp.dir, 'reverser-data', 'git', 'live.git');
+  const repo = join(cp.dir, 'reverser-data', 'git', 'default', 'live.git');
   ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('live') }));
   ok(await admin.run(['wait', '--for=condition=Ready', 'gittarget/live', '--timeout=90s'], { timeoutMs: 100_000 }));
   assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), `live/${NS}/configmaps/alpha.yaml\nlive/${NS}/configmaps/beta.yaml\n`);
@@ -69,7 +69,7 @@ test('ConfigMaps made with kubectl in kube-apiserver reach the Git folder; kube-
 });
 
 test('the same selection with includeClusterNoise mirrors kube-root-ca.crt too (the filter is what keeps it out)', { timeout: 180_000 }, async () => {
-  const repo = join(cp.dir, 'reverser-data', 'git', 'noisy.git');
+  const repo = join(cp.dir, 'reverser-data', 'git', 'default', 'noisy.git');
   ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('noisy', { includeClusterNoise: true }) }));
   ok(await admin.run(['wait', '--for=condition=Ready', 'gittarget/noisy', '--timeout=90s'], { timeoutMs: 100_000 }));
   assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'),

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneAndCheck, git } from '../git/git-cli.js';
-import { COMMITTER, CR, configMap, createCommitRequest, createGitSecret, createGitTarget, gitServer, readyOf, startHarness, tempDir, waitFor } from './harness.js';
+import { COMMITTER, CR, GT, configMap, createCommitRequest, createGitSecret, createGitTarget, gitServer, readyOf, startHarness, tempDir, waitFor } from './harness.js';
 import type { KubeObject, Store } from '../../src/storage/index.js';
 
 const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
@@ -45,7 +45,7 @@ test('OnRequest: edits wait for a CommitRequest, then become exactly one commit 
   assert.equal(st.branch, 'main');
 });
 
-test('asserted author and claims extras; a second request waits for the next window; NothingToCommit; missing and not-Ready targets fail at once', { timeout: 60_000 }, async (t) => {
+test('asserted author and claims extras; a second request waits for the next window; NothingToCommit; missing and not-Ready targets fail at once, one that mirrors nothing has nothing to commit', { timeout: 60_000 }, async (t) => {
   const dir = tempDir(t, 'creq-authors-');
   const remote = await gitServer(t);
   const h = await startHarness(t, { dataDir: dir });
@@ -83,9 +83,19 @@ test('asserted author and claims extras; a second request waits for the next win
   assert.ok(Date.now() - t0 < 1000);
   assert.deepEqual(readyOf(m), { ...readyOf(m), status: 'False', reason: 'Failed', message: 'GitTarget "nope" not found in namespace "team-a"' });
   assert.deepEqual(conditions(m).filter((x) => x.startsWith('Stalled')), ['Stalled=True/Failed']);
+  // A GitTarget without a status yet (created with the request): the request waits for it. This one
+  // selects nothing (the mirror reports Ready, reason NothingToMirror): nothing to commit.
   await createCommitRequest(h.store, 'not-ready', 'unready', { message: 'x' });
-  const nr = await finished(h.store, 'not-ready', 1000);
-  assert.equal(readyOf(nr)?.message, 'GitTarget "unready" is not Ready (it reports no Ready condition yet)');
+  const nr = await finished(h.store, 'not-ready', 10_000);
+  assert.deepEqual(conditions(nr).filter((x) => x.startsWith('Ready')), ['Ready=True/NothingToCommit']);
+  // A GitTarget that reports not Ready fails the request at once, naming why.
+  await createGitTarget(h.store, 'paused', remote.url('config'), {}, false);
+  const paused = (await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'paused' }))!;
+  await h.store.update(GT, { cluster: '_', namespace: 'team-a', name: 'paused' }, { ...paused, spec: { ...(paused.spec as object), suspend: true } }, Number(paused.metadata.resourceVersion));
+  await waitFor('paused reports Suspended', async () => readyOf((await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'paused' }))!)?.reason === 'Suspended');
+  await createCommitRequest(h.store, 'on-paused', 'paused', { message: 'x' });
+  const p = await finished(h.store, 'on-paused', 5_000);
+  assert.equal(readyOf(p)?.message, 'GitTarget "paused" is not Ready (Suspended: spec.suspend is true: nothing is mirrored or committed)');
 });
 
 test('AlreadyPresent when the window changes nothing; a finished request is deleted after ttlSecondsAfterFinished', { timeout: 60_000 }, async (t) => {
@@ -127,7 +137,7 @@ test('a crash between push and recording the outcome: the retry finds the commit
   });
   await store.close();
   // ...and the commit already in the remote.
-  const pushed = await new GitEngine({ dataDir: tempDir(t, 'creq-idem-engine-'), committerName: COMMITTER.name, committerEmail: COMMITTER.email }).commit({
+  const pushed = await new GitEngine({ allowInsecureCredentials: true,  dataDir: tempDir(t, 'creq-idem-engine-'), committerName: COMMITTER.name, committerEmail: COMMITTER.email }).commit({
     repository: { url: remote.url('config'), credentials: { username: remote.username, password: remote.password } },
     branch: 'main',
     folder: 'clusters/dev',

@@ -56,7 +56,7 @@ export async function startHarness(
   opts: { dataDir: string; store?: Store; holder?: string; leaseTtlMs?: number; requestGraceMs?: number; controllers?: string; attribution?: AttributionConfig; metrics?: MetricsRegistry },
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
-  const engine = new GitWorker({ dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000 });
+  const engine = new GitWorker({ allowInsecureCredentials: true,  dataDir: opts.dataDir, committerName: COMMITTER.name, committerEmail: COMMITTER.email, lease: store, retryTimeoutMs: 10_000 });
   const log = createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
     { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics },

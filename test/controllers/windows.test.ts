@@ -68,7 +68,7 @@ test('idleSeconds 0 commits each change alone; a snapshot is one commit and its 
   }, 20_000, 200);
   assert.deepEqual(log, [
     `${BOT}|${BOT}|Update configmaps team-a/cm-03`,
-    `${BOT}|${BOT}|Delete ConfigMap team-a/cm-02`,
+    `${BOT}|${BOT}|Delete configmaps team-a/cm-02`,
     `${BOT}|${BOT}|Update configmaps team-a/cm-01`,
     `${BOT}|${BOT}|Snapshot of team-a/tenants: 50 objects`,
   ]);

@@ -18,7 +18,7 @@ async function setup(t: import('node:test').TestContext, engineOpts: Partial<Con
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const engine = new GitEngine({ dataDir, retryTimeoutMs: 5_000, ...engineOpts });
+  const engine = new GitEngine({ allowInsecureCredentials: true,  dataDir, retryTimeoutMs: 5_000, ...engineOpts });
   const creds = { username: server.username, password: server.password };
   return { server, dataDir, engine, creds };
 }

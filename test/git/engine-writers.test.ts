@@ -35,7 +35,7 @@ async function setup(t: import('node:test').TestContext) {
 test('200 commits in a row', async (t) => {
   const { server, newDataDir, creds } = await setup(t);
   server.createBareRepo('many');
-  const engine = new GitEngine({ dataDir: newDataDir() });
+  const engine = new GitEngine({ allowInsecureCredentials: true,  dataDir: newDataDir() });
   const repository = { url: server.url('many'), credentials: creds };
   for (let i = 0; i < 200; i++) {
     const r = await engine.commit({
@@ -59,7 +59,7 @@ async function race(t: import('node:test').TestContext, withLease: boolean) {
   const repository = { url: server.url('race'), credentials: creds };
   const lease: LeaseProvider | undefined = withLease ? store : undefined;
   // Two writers with their own caches and holder ids, as two replicas would be.
-  const writers = ['p1', 'p2'].map((holder) => new GitEngine({ dataDir: newDataDir(), lease, holder, retryInitialDelayMs: 20, retryTimeoutMs: 30_000 }));
+  const writers = ['p1', 'p2'].map((holder) => new GitEngine({ allowInsecureCredentials: true,  dataDir: newDataDir(), lease, holder, retryInitialDelayMs: 20, retryTimeoutMs: 30_000 }));
   let inFlight = 0;
   let maxInFlight = 0;
   const acquire = store.acquireLease.bind(store);
@@ -133,7 +133,7 @@ test('a writer that lost its lease stops before pushing', async (t) => {
   const { server, store, newDataDir, creds } = await setup(t);
   server.createBareRepo('fenced');
   const repository = { url: server.url('fenced'), credentials: creds };
-  const first = await new GitEngine({ dataDir: newDataDir() }).commit({
+  const first = await new GitEngine({ allowInsecureCredentials: true,  dataDir: newDataDir() }).commit({
     repository, branch: 'main', folder: '.', changes: [{ op: 'write', object: configMap('a', 'ns', { v: '1' }) }], author: alice, message: 'base',
   });
   assert.equal(first.outcome, 'Committed');
@@ -148,7 +148,7 @@ test('a writer that lost its lease stops before pushing', async (t) => {
       return store.checkLease(n, tok);
     },
   };
-  const engine = new GitEngine({ dataDir: newDataDir(), lease: stalled, holder: 'p1' });
+  const engine = new GitEngine({ allowInsecureCredentials: true,  dataDir: newDataDir(), lease: stalled, holder: 'p1' });
   await assert.rejects(
     engine.commit({ repository, branch: 'main', folder: '.', changes: [{ op: 'write', object: configMap('a', 'ns', { v: '2' }) }], author: alice, message: 'fenced out' }),
     (e: unknown) => e instanceof GitEngineError && e.reason === 'LeaseLost' && /lost the write lease/.test(e.message),

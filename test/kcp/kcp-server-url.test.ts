@@ -148,7 +148,7 @@ test('a GitTarget in logical cluster X mirrors workspace X, and reads its kubeco
     assert.equal(r.status, 201, r.text);
   }
   for (const ws of ['ws-a', 'ws-b']) {
-    const repo = join(server.dataDir, 'git', `own-${ws}.git`);
+    const repo = join(server.dataDir, 'git', '_clusters', ws, 'team-a', `own-${ws}.git`);
     await until(async () => (await commits(repo)).length === 1, `own-${ws} snapshot committed`, 60_000, 250);
     assert.equal(await git(repo, 'show', 'main:mirror/team-a/configmaps/settings.yaml'),
       `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team-a\ndata:\n  origin: ${ws}\n`);
@@ -161,7 +161,7 @@ test('a GitTarget in logical cluster X mirrors workspace X, and reads its kubeco
     const r = await server.request('POST', gts(ws), { body: target(`via-secret-${ws}`, { kubeConfig: { secretRef: { name: 'source' } } }) });
     assert.equal(r.status, 201, r.text);
   }
-  const viaA = join(server.dataDir, 'git', 'via-secret-ws-a.git');
+  const viaA = join(server.dataDir, 'git', '_clusters', 'ws-a', 'team-a', 'via-secret-ws-a.git');
   await until(async () => (await commits(viaA)).length === 1, 'via-secret-ws-a snapshot committed', 60_000, 250);
   assert.match(await git(viaA, 'show', 'main:mirror/team-a/configmaps/settings.yaml'), /\n {2}origin: shared\n$/);
   await until(async () => (await condition('ws-b', 'via-secret-ws-b', 'Validated'))?.reason === 'KubeConfigSecretNotFound', 'via-secret-ws-b refused', 30_000, 250);

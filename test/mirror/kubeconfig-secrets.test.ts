@@ -96,7 +96,7 @@ test('each refused kubeconfig Secret shape has its reason', { timeout: 120_000 }
     assert.equal((await condition(`bad-${name}`, 'Ready')).status, 'False');
   }
   assert.equal((await condition('bad-missing', 'Validated')).message, 'Secret "missing" not found in namespace "tenant"');
-  assert.equal(await commits(join(server.dataDir, 'git', 'bad-exec.git')).then((c) => c.length), 0);
+  assert.equal(await commits(join(server.dataDir, 'git', NS, 'bad-exec.git')).then((c) => c.length), 0);
 });
 
 test('a valid kubeconfig Secret mirrors the cluster it names; rotation switches once; deletion stops', { timeout: 150_000 }, async () => {
@@ -105,7 +105,7 @@ test('a valid kubeconfig Secret mirrors the cluster it names; rotation switches 
   await ok(hosting.kubectl, ['create', 'secret', 'generic', 'second', '-n', NS, `--from-literal=value.yaml=${secondKubeconfig}`]);
   await ok(server.kubectl, ['apply', '-f', '-'], target('remote', { name: 'second' }));
   await ok(server.kubectl, ['wait', '--for=condition=Ready', 'gittarget/remote', '-n', NS, '--timeout=30s']);
-  const repo = join(server.dataDir, 'git', 'remote.git');
+  const repo = join(server.dataDir, 'git', NS, 'remote.git');
   assert.equal(await git(repo, 'show', 'main:mirror/team-a/configmaps/settings.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team-a\ndata:\n  origin: from-second\n');
 
   // Rotation: the Secret now names the hosting sandbox; the mirror follows within a re-check.

@@ -51,7 +51,7 @@ after(async () => {
 });
 
 test('snapshot, edit, delete, namespaces, cluster noise', { timeout: 120_000 }, async () => {
-  const repo = join(server.dataDir, 'git', 'team-a.git');
+  const repo = join(server.dataDir, 'git', 'default', 'team-a.git');
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('team-a', 'team-a'));
   await ok(server.kubectl, ['wait', '--for=condition=Ready', 'gittarget/team-a', '--timeout=30s']);
   assert.deepEqual(await commits(repo), ['Snapshot of default/team-a: 3 objects']);
@@ -86,7 +86,7 @@ test('snapshot, edit, delete, namespaces, cluster noise', { timeout: 120_000 }, 
   assert.ok(!(await files(repo)).some((f) => f.includes('team-b') || f.includes('kube-root-ca.crt')));
 
   // includeClusterNoise: kube-root-ca.crt comes along.
-  const noisy = join(server.dataDir, 'git', 'noisy.git');
+  const noisy = join(server.dataDir, 'git', 'default', 'noisy.git');
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('noisy', 'noisy', { includeClusterNoise: true }));
   await ok(server.kubectl, ['wait', '--for=condition=Ready', 'gittarget/noisy', '--timeout=30s']);
   assert.ok((await files(noisy)).includes('clusters/dev/team-a/configmaps/kube-root-ca.crt.yaml'), (await files(noisy)).join('\n'));
@@ -96,7 +96,7 @@ test('snapshot, edit, delete, namespaces, cluster noise', { timeout: 120_000 }, 
 });
 
 test('the sandbox stops while mirrored; edits during the gap all land, once', { timeout: 180_000 }, async () => {
-  const repo = join(server.dataDir, 'git', 'gap.git');
+  const repo = join(server.dataDir, 'git', 'default', 'gap.git');
   await ok(sandbox.kubectl, ['create', 'namespace', 'gap']);
   for (const n of ['one', 'two', 'three']) await ok(sandbox.kubectl, ['create', 'configmap', n, '-n', 'gap', `--from-literal=key=${n}`]);
   await ok(server.kubectl, ['apply', '-f', '-'], gitTarget('gap', 'gap', {}, ['gap']));
@@ -139,7 +139,7 @@ test('the sandbox stops while mirrored; edits during the gap all land, once', { 
 });
 
 test('suspend stops the mirror; resuming catches up with one commit', { timeout: 120_000 }, async () => {
-  const repo = join(server.dataDir, 'git', 'team-a.git');
+  const repo = join(server.dataDir, 'git', 'default', 'team-a.git');
   const before = (await commits(repo)).length;
   await ok(server.kubectl, ['patch', 'gittarget', 'team-a', '--type=merge', '-p', '{"spec":{"suspend":true}}']);
   const readyReason = () => ok(server.kubectl, ['get', 'gittarget', 'team-a', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']);

@@ -87,7 +87,7 @@ for (const [prune, strayKept] of [
 ] as const) {
   test(`prune ${prune}: a file for an object the source does not hold is ${strayKept ? 'kept' : 'removed'} by the snapshot`, { timeout: 90_000 }, async () => {
     const name = `prune-${prune.toLowerCase()}`;
-    const repo = join(server.dataDir, 'git', `${name}.git`);
+    const repo = join(server.dataDir, 'git', 'default', `${name}.git`);
     await seed(repo);
     await ok(server.kubectl, ['apply', '-f', '-'], gitTarget(name, prune));
     await ok(server.kubectl, ['wait', '--for=condition=Ready', `gittarget/${name}`, '--timeout=60s']);

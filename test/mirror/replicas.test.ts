@@ -7,11 +7,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createStore } from '../../src/storage/index.js';
 import { startRedis } from '../support/redis.js';
 import { ns, startServer, type StartedServer } from '../support/server.js';
 import { until } from '../support/deadline.js';
-import { createGitSecret, gitServer } from '../controllers/harness.js';
+import { gitServer } from '../controllers/harness.js';
 import { commits, git, ok, startSandbox } from './harness.js';
 
 const IDLE = 1;
@@ -38,10 +37,8 @@ test('two replicas on one Redis: only the lease holder mirrors; SIGKILL it and t
   await ok(sandbox.kubectl, ['create', 'namespace', 'team-a']);
   for (const n of ['one', 'two']) await ok(sandbox.kubectl, ['create', 'configmap', n, '-n', 'team-a', `--from-literal=key=${n}`]);
 
-  // Git credentials live in our own store (core secrets), next to the GitTarget.
-  const store = await createStore({ storage: 'redis', redisUrl: redis.url });
-  await createGitSecret(store, remote, 'git-creds', 'default');
-  await store.close();
+  // Git credentials live on the hosting cluster (the sandbox here), in the GitTarget's namespace.
+  await ok(sandbox.kubectl, ['create', 'secret', 'generic', 'git-creds', '-n', 'default', `--from-literal=username=${remote.username}`, `--from-literal=password=${remote.password}`]);
 
   const certDir = mkdtempSync(join(tmpdir(), 'replicas-certs-'));
   t.after(() => rmSync(certDir, { recursive: true, force: true }));

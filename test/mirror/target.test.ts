@@ -242,7 +242,7 @@ test('410 on resume: the re-list is reconciled (missed writes and deletes); a re
 test('prune Always: the snapshot deletes what the git engine lists and the source lacks; a listing that fails deletes nothing', { timeout: 30_000 }, async () => {
   await put('listed', 'here', { v: '1' });
   const dataDir = mkdtempSync(join(tmpdir(), 'target-listing-'));
-  const engine = new GitEngine({ dataDir });
+  const engine = new GitEngine({ allowInsecureCredentials: true,  dataDir });
   try {
     // The folder of a real repository holds `here` (still in the source) and `gone` (not).
     const url = 'local:listing';

@@ -167,7 +167,9 @@ describe('D. create', () => {
     body.status = { pendingChanges: 3 };
     const r = await post('h1', body);
     assert.equal(r.status, 201, r.text);
-    assert.equal(r.body.status, undefined);
+    // Only what the server records remains: whose authority the GitTarget runs under (docs/security.md).
+    assert.deepEqual(Object.keys(r.body.status), ['authority']);
+    assert.equal(r.body.status.authority.username, 'admin');
   });
   test('42: malformed JSON → 400', async () => {
     assertStatus(await server.request('POST', ns('h1'), { body: '{"kind":' }), 400, 'BadRequest');
@@ -456,7 +458,7 @@ describe('F. update (PUT)', () => {
     assert.equal(s.status, 200, s.text);
     const r = await server.request('PUT', `${ns('f')}/demo`, { body: { ...s.body, status: { pendingChanges: 99 } } });
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.body.status, { pendingChanges: 1 });
+    assert.deepEqual(r.body.status, { pendingChanges: 1, authority: s.body.status.authority });
     cur = r.body;
   });
   test('the immutable destination: PUT changing spec.branch → 422 with the message', async () => {

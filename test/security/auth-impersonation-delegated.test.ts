@@ -4,6 +4,7 @@
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { issueClientCert, makeCA, type KeyPair } from '../support/pki.js';
+import { X509Certificate, createHash } from 'node:crypto';
 import { startFakeHostingCluster, type FakeHostingCluster, type SARSpec } from '../support/fake-hosting-cluster.js';
 import { GROUP_PATH, request, startServer, type ServerProcess } from '../auth-e2e/harness.js';
 
@@ -46,7 +47,9 @@ test('each impersonated attribute is reviewed with verb impersonate; then the re
     cert: ivan, headers: [['Impersonate-User', 'alice'], ['Impersonate-Group', 'devs'], ['Impersonate-Extra-Scopes', 'view']],
   });
   assert.equal(r.status, 200, r.text);
-  const ivanUser = { user: 'ivan', groups: ['impersonators', 'system:authenticated'] };
+  // ivan's certificate's credential id travels with him, as kube-apiserver sends it (x509 CredentialIDKey).
+  const id = `X509SHA256=${createHash('sha256').update(new X509Certificate(ivan.certPem).raw).digest('hex')}`;
+  const ivanUser = { user: 'ivan', groups: ['impersonators', 'system:authenticated'], extra: { 'authentication.kubernetes.io/credential-id': [id] } };
   assert.deepEqual(reviews(from), [
     { path: SAR_PATH, spec: { resourceAttributes: { verb: 'impersonate', version: 'v1', resource: 'users', name: 'alice' }, ...ivanUser } },
     { path: SAR_PATH, spec: { resourceAttributes: { verb: 'impersonate', version: 'v1', resource: 'groups', name: 'devs' }, ...ivanUser } },

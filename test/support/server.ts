@@ -85,6 +85,15 @@ export function controllersDefault(args: readonly string[]): string[] {
   return args.some((a) => a === '--controllers' || a.startsWith('--controllers=')) ? [] : ['--controllers=none'];
 }
 
+/**
+ * The tests' git servers (test/support/git-server.ts) are plain http:// on loopback with basic
+ * auth, so the harness opts in to credentials over http (docs/security.md); a test of the refusal
+ * passes `--allow-insecure-credentials=false`.
+ */
+export function insecureCredentialsDefault(args: readonly string[]): string[] {
+  return args.some((a) => a.startsWith('--allow-insecure-credentials')) ? [] : ['--allow-insecure-credentials=true'];
+}
+
 /** Starts `reverser-apiserver serve` on a free port with its own temporary data dir. */
 export async function startServer(extraArgs: string[] = [], opts: StartOptions = {}): Promise<StartedServer> {
   for (let attempt = 1; ; attempt++) {
@@ -107,7 +116,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...extraArgs],
+    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...insecureCredentialsDefault(extraArgs), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

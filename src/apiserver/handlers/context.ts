@@ -5,6 +5,7 @@ import type { Registry, RequestContext } from '../../registry/registry.js';
 import type { RequestInfo } from '../request-info.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ServerMetrics } from '../../metrics/metrics.js';
+import type { WriteObserver } from '../../attribution/sandbox.js';
 
 export interface ServerState {
   /** Why storage is unhealthy (for /readyz), or undefined. Handlers reach objects only through registries. */
@@ -25,8 +26,13 @@ export interface HandlerContext {
   info: RequestInfo;
   query: URLSearchParams;
   registry: Registry;
+  /** The effective user (the impersonated one when the request impersonated). */
   user: UserInfo;
+  /** The authenticated user, when the request impersonated `user`. */
+  impersonator?: UserInfo;
   state: ServerState;
+  /** Told of every stored write before the client is answered (the sandbox's attribution facts). */
+  observeWrite?: WriteObserver;
 }
 
 export function requestContext(h: HandlerContext): RequestContext {

@@ -11,10 +11,42 @@ import { partialObjectMetadata } from '../representation.js';
 import { listItems } from './list-items.js';
 import { parseListOptions } from '../list-options.js';
 import { type HandlerContext, requestContext } from './context.js';
+import type { FactVerb } from '../../attribution/types.js';
 
 function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): Promise<void> {
   const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: false, partial: true, partialList: false });
   return sendObject(h.reply, code, output === 'partial' ? partialObjectMetadata(obj, metaVersion) : obj, output, warnings);
+}
+
+/**
+ * Tells the write observer (the sandbox's attribution facts) of a stored write, before the client is
+ * answered, so the fact exists by the time the client sees its write acknowledged. The write itself
+ * is already stored: a failure to record is logged (the change will be committed by the unresolved
+ * author) and never turned into an error the client would retry.
+ */
+async function observe(h: HandlerContext, verb: FactVerb, dryRun: boolean, object: KubeObject | undefined, removed?: KubeObject[]): Promise<void> {
+  if (!h.observeWrite || dryRun || h.info.subresource) return;
+  try {
+    await h.observeWrite({
+      cluster: h.info.cluster,
+      verb,
+      group: h.registry.def.group,
+      resource: h.registry.def.plural,
+      namespace: h.info.namespace,
+      object,
+      removed,
+      user: h.user,
+      impersonator: h.impersonator,
+    });
+  } catch (e) {
+    h.state.log.warn('could not record the attribution fact of a sandbox write; its change will be committed by the unresolved author', {
+      verb,
+      resource: h.registry.def.plural,
+      namespace: h.info.namespace,
+      name: object?.metadata.name ?? '',
+      error: (e as Error).message,
+    });
+  }
 }
 
 function kindOf(h: HandlerContext): { kind: string; version: string } {
@@ -27,6 +59,7 @@ export async function handleCreate(h: HandlerContext): Promise<void> {
   const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
   await breathe();
   const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body.value, opts);
+  await observe(h, 'create', opts.dryRun, object);
   await respondObject(h, 201, object, [...body.warnings, ...warnings]);
 }
 
@@ -35,6 +68,7 @@ export async function handleUpdate(h: HandlerContext): Promise<void> {
   const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
   await breathe();
   const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body.value, opts, h.info.subresource);
+  await observe(h, 'update', opts.dryRun, object);
   await respondObject(h, 200, object, [...body.warnings, ...warnings]);
 }
 
@@ -49,12 +83,14 @@ export async function handlePatch(h: HandlerContext): Promise<void> {
     const config = decodeApplyPatch(h.req.body, opts.fieldValidation);
     await breathe();
     const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config.value, opts, h.info.subresource);
+    await observe(h, 'patch', opts.dryRun, object);
     await respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
     return;
   }
   const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes, mergeKeys);
   await breathe();
   const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
+  await observe(h, 'patch', opts.dryRun, object);
   await respondObject(h, 200, object, [...patch.warnings, ...warnings]);
 }
 
@@ -94,6 +130,7 @@ export async function handleDelete(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = deleteOptions(h);
   const obj = await h.registry.delete(requestContext(h), h.info.namespace, h.info.name, opts);
+  await observe(h, 'delete', opts.dryRun, obj);
   await respondObject(h, 200, obj);
 }
 
@@ -112,6 +149,7 @@ export async function handleDeleteCollection(h: HandlerContext): Promise<void> {
       if (!(e instanceof status.StatusError && e.status.reason === 'NotFound')) throw e;
     }
   }
+  await observe(h, 'deletecollection', opts.dryRun, undefined, deleted);
   send(h.reply, 200, {
     apiVersion: h.registry.apiVersion,
     kind: h.registry.def.listKind,

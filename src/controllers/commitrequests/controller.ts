@@ -24,6 +24,8 @@ import { authorshipOf } from './authorship.js';
 export const COMMITREQUESTS = { group: 'configbutler.ai', resource: 'commitrequests' };
 /** How long past its close delay a request may take before it fails (commit and push retries included). */
 export const DEFAULT_REQUEST_GRACE_MS = 120_000;
+/** How often a request whose GitTarget has no status yet looks again. */
+const NO_STATUS_RECHECK_MS = 500;
 const DEFAULT_TTL_SECONDS = 3600;
 
 export interface CommitRequestControllerDeps {
@@ -123,7 +125,12 @@ export class CommitRequestController {
     const timeoutAt = created + closeDelayMs + (this.deps.requestGraceMs ?? DEFAULT_REQUEST_GRACE_MS);
     if (now >= timeoutAt) {
       if (target) await this.detach(target, cr.metadata.uid ?? '');
-      await this.finish(cr, 'Failed', `the request did not finish within ${Math.round((timeoutAt - created) / 1000)}s (closeDelaySeconds plus ${Math.round((this.deps.requestGraceMs ?? DEFAULT_REQUEST_GRACE_MS) / 1000)}s); its changes stay pending`);
+      const within = `within ${Math.round((timeoutAt - created) / 1000)}s (closeDelaySeconds plus ${Math.round((this.deps.requestGraceMs ?? DEFAULT_REQUEST_GRACE_MS) / 1000)}s)`;
+      if (gt && !attached && !getCondition(gt, 'Ready')) {
+        await this.finish(cr, 'Failed', `GitTarget "${spec.targetRef.name}" reported no Ready condition ${within}`);
+        return this.expire(cr, spec, now);
+      }
+      await this.finish(cr, 'Failed', `the request did not finish ${within}; its changes stay pending`);
       return this.expire(cr, spec, now);
     }
     if (attached) {
@@ -135,9 +142,20 @@ export class CommitRequestController {
     // New: check the GitTarget, then attach.
     if (!gt || !target) return this.failNow(cr, spec, `GitTarget "${spec.targetRef.name}" not found in namespace "${cr.metadata.namespace}"`);
     const ready = getCondition(gt, 'Ready');
-    if (ready?.status !== 'True') {
-      const why = ready ? `${ready.reason}${ready.message ? `: ${ready.message}` : ''}` : 'it reports no Ready condition yet';
-      return this.failNow(cr, spec, `GitTarget "${spec.targetRef.name}" is not Ready (${why})`);
+    // A GitTarget created with (or just before) the request has no status yet: wait for it, within the grace.
+    if (!ready) {
+      const waiting = `waiting for GitTarget "${spec.targetRef.name}" to report its status`;
+      if (getCondition(cr, 'Reconciling')?.message !== waiting) {
+        await this.writeStatus(cr, [
+          { type: 'Ready', status: 'False', reason: 'Pending', message: waiting },
+          { type: 'Reconciling', status: 'True', reason: 'Pending', message: waiting },
+          { type: 'Stalled', status: 'False', reason: 'Pending', message: '' },
+        ]);
+      }
+      return { requeueAfterMs: Math.min(NO_STATUS_RECHECK_MS, timeoutAt - now) };
+    }
+    if (ready.status !== 'True') {
+      return this.failNow(cr, spec, `GitTarget "${spec.targetRef.name}" is not Ready (${ready.reason}${ready.message ? `: ${ready.message}` : ''})`);
     }
     const who = authorshipOf(cr);
     if (!who) return this.failNow(cr, spec, 'the request has no submitter recorded and asserts no author');

@@ -8,13 +8,15 @@ import type { Logger } from '../../metrics/logger.js';
 import type { ObjectRef } from '../../git/index.js';
 import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
 import type { TargetKey, WindowSink } from '../windows/types.js';
-import type { SourceConnector, SourceSpec } from '../source/connector.js';
+import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceError } from '../source/client.js';
-import { TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
+import { NOTHING_TO_MIRROR, TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
+import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
+import type { AuthorityVerifier } from '../authority/verifier.js';
 
 export interface MirrorDeps {
   store: Store;
@@ -31,6 +33,10 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** What a destination may be on this server (--allow-file-repositories, --allow-insecure-credentials). */
+  allow?: { fileRepositories?: boolean; insecureCredentials?: boolean };
+  /** Whose authority each GitTarget reads with, re-verified (the server always passes it; tests of the mirror alone may not). */
+  authority?: AuthorityVerifier;
 }
 
 interface Running {
@@ -45,7 +51,7 @@ interface Running {
 /** This controller's claim on a GitTarget's lease (shared with the windows controller). */
 const CLAIMANT = 'mirror';
 
-const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied' };
+const REACHABILITY: Record<string, string> = { Unreachable: 'Unreachable', AuthenticationFailed: 'AuthenticationFailed', AccessDenied: 'AccessDenied', EgressDenied: 'EgressDenied' };
 
 function mirrorSpec(spec: any): MirrorSpec {
   const prune: PruneMode = ['Never', 'OnEvent', 'Always'].includes(spec?.prune?.mode) ? spec.prune.mode : spec?.prune?.mode === undefined ? 'OnEvent' : 'Never';
@@ -135,8 +141,19 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (cur && cur.uid !== uid) await teardown(key);
     const spec = obj.spec as any;
     if (!Array.isArray(spec?.resources) || spec.resources.length === 0) {
-      // Nothing selected, nothing to mirror: the mirror neither connects nor writes status for it.
+      // Nothing selected, nothing to mirror: the mirror never connects, and says so (Ready with
+      // reason NothingToMirror), so `kubectl wait` and a CommitRequest get an answer. The status is
+      // the same from every replica, so it is written without the lease.
       await teardown(key);
+      const none = { status: 'True' as const, reason: NOTHING_TO_MIRROR, message: 'spec.resources is empty: nothing is read from the source, mirrored or committed' };
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'True', reason: 'Valid', message: 'spec.resources selects nothing' },
+        sourceReachable: { status: 'True', reason: 'NotNeeded', message: 'nothing is read from the source' },
+        synced: none,
+        streams: { ready: 0, total: 0 },
+        suspended: spec?.suspend === true,
+      });
       return;
     }
     const ready = getCondition(obj, 'Ready');
@@ -155,7 +172,24 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }
-    const conn = await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
+    // Never read on a grant that is gone or unconfirmed (src/controllers/authority/verifier.ts).
+    const authority = deps.authority?.verdict(key, obj);
+    if (authority && !authority.ok && authority.pending && !running.has(key)) return { requeueAfterMs: 1_000 };
+    if (authority && !authority.ok) {
+      if (running.has(key)) log.warn('authority gone; the mirror stops', { target: key, reason: authority.reason });
+      await teardown(key);
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'False', reason: authority.reason, message: authority.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored without a verified authority' },
+        streams: { ready: 0, total: 0 },
+      });
+      return { requeueAfterMs: recheckMs };
+    }
+    // A destination this server refuses is reported like a refused source: nothing is mirrored for it.
+    const refused = destinationRefusal(spec?.repository, deps.allow ?? {});
+    const conn: Connection = refused ? { ok: false, ...refused } : await connector.connect(namespace, spec?.source as SourceSpec | undefined, tk.cluster);
     if (!conn.ok && conn.transient && running.get(key)?.uid === uid && running.get(key)?.generation === generation) {
       // The hosting cluster could not be asked about the Secret: keep mirroring with what we have.
       log.warn('kubeconfig Secret not re-checked; the mirror keeps its credentials', { target: key, reason: conn.reason });
@@ -211,6 +245,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   };
 
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  deps.authority?.onChange((key) => queue.add(key));
   informer.on({
     upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
     delete: (o) => queue.add(keyOf(o, clusterOf(o))),

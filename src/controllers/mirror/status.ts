@@ -6,6 +6,7 @@
 import type { KubeObject, ObjectKey, ResourceRef } from '../../storage/types.js';
 import { updateStatus, type Condition } from '../status.js';
 import type { SystemClient } from '../client.js';
+import { NOTHING_TO_MIRROR } from './target.js';
 
 export type { Condition };
 
@@ -23,14 +24,23 @@ const GITTARGETS: ResourceRef = { group: 'configbutler.ai', resource: 'gittarget
 const OWN = ['Validated', 'SourceReachable', 'Synced', 'Ready'];
 const READY_INPUTS = ['Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
 
-/** Ready from its four inputs: the first one not True gives the reason and the message. */
+/**
+ * Ready from its four inputs: the first one not True gives the reason and the message. When nothing
+ * matches spec.resources (Synced's reason NothingToMirror), Ready is True with that reason and
+ * Synced's message (what it waits for); with no spec.resources at all the repository is never
+ * touched, so RepositoryReady is not needed.
+ */
 export function readyCondition(conds: Condition[], suspended: boolean): Omit<Condition, 'type'> {
   if (suspended) return { status: 'False', reason: 'Suspended', message: 'spec.suspend is true: nothing is mirrored or committed' };
+  const synced = conds.find((x) => x.type === 'Synced');
+  const nothing = synced?.status === 'True' && synced.reason === NOTHING_TO_MIRROR;
   for (const t of READY_INPUTS) {
     const c = conds.find((x) => x.type === t);
+    if (!c && t === 'RepositoryReady' && nothing) continue;
     if (!c) return { status: 'False', reason: t === 'RepositoryReady' ? 'RepositoryNotChecked' : `${t}Unknown`, message: `${t} has not been reported yet` };
     if (c.status !== 'True') return { status: 'False', reason: c.reason, message: `${t}: ${c.message}` };
   }
+  if (nothing) return { status: 'True', reason: NOTHING_TO_MIRROR, message: synced!.message };
   return { status: 'True', reason: 'Ready', message: 'the source is mirrored into the repository' };
 }
 

@@ -30,6 +30,20 @@ export interface MirrorSpec {
   includeClusterNoise: boolean;
 }
 
+/** Synced's (and then Ready's) reason when nothing in the source matches spec.resources (controllers/mirror/status.ts). */
+export const NOTHING_TO_MIRROR = 'NothingToMirror';
+
+/** `configmaps in namespace team-a; deployments.apps in all namespaces`: what spec.resources selects, for messages. */
+export function selectionOf(resources: MirrorSpec['resources']): string {
+  return resources
+    .map((r) => {
+      const what = r.group ? `${r.resource}.${r.group}` : r.resource;
+      const where = r.namespaces?.length ? `in namespace${r.namespaces.length > 1 ? 's' : ''} ${r.namespaces.join(', ')}` : 'in all namespaces';
+      return `${what} ${where}${r.labelSelector ? ` with labels ${r.labelSelector}` : ''}`;
+    })
+    .join('; ');
+}
+
 /** What the mirror reports; the controller turns it into conditions. */
 export interface MirrorReport {
   /** Resolution of spec.resources: undefined while unknown. */
@@ -92,6 +106,8 @@ export class TargetMirror {
   private snapshotId: string | undefined;
   private unresolved: string[] | undefined;
   private discoveryError: SourceError | undefined;
+  /** How many objects the snapshot held (0: nothing selected exists yet). */
+  private snapshotObjects: number | undefined;
   private synced: MirrorReport['synced'] = { status: 'False', reason: 'InitialSync', message: 'waiting for the initial list of every selected type' };
   private unsubscribe: (() => void) | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -243,6 +259,10 @@ export class TargetMirror {
       if (e) {
         if (held?.hash === e.hash) return; // status churn, managedFields, resourceVersion: nothing for Git
         if (this.snapshotSubmitted) await this.d.sink.add(this.d.key, [this.write(e)]);
+        if (this.synced.reason === NOTHING_TO_MIRROR) {
+          this.synced = { status: 'True', reason: 'Synced', message: 'the first selected object appeared; changes are mirrored as they happen' };
+          this.report();
+        }
         stream.objects.set(k, e);
         return;
       }
@@ -273,6 +293,7 @@ export class TargetMirror {
       // took ~0.1 s of the event loop for 10,000 objects.
       keyed.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
       const writes = keyed.map(([, w]) => w);
+      this.snapshotObjects = writes.length;
       let deletes: ObjectRef[] | undefined;
       if (this.d.spec.prune === 'Always' && this.d.folderListing) {
         // Files in the folder the source no longer (or never) holds: gone under Always. Only from
@@ -321,7 +342,10 @@ export class TargetMirror {
     if (this.stopped || this.synced.status === 'True') return;
     clearInterval(this.pollTimer);
     this.unsubscribe?.();
-    if (o.outcome === 'Committed' || o.outcome === 'AlreadyPresent') {
+    if (o.outcome === 'AlreadyPresent' && this.snapshotObjects === 0) {
+      // Nothing selected exists (yet): say what the GitTarget waits for instead of looking mirrored.
+      this.synced = { status: 'True', reason: NOTHING_TO_MIRROR, message: `no object of the source matches spec.resources yet (${selectionOf(this.d.spec.resources)}): nothing is committed, and no branch is created, until one does` };
+    } else if (o.outcome === 'Committed' || o.outcome === 'AlreadyPresent') {
       this.synced = { status: 'True', reason: 'Synced', message: o.outcome === 'Committed' ? `snapshot committed as ${o.sha?.slice(0, 12) ?? 'a commit'}` : 'the folder already matched the source' };
     } else {
       this.synced = { status: 'False', reason: 'SnapshotFailed', message: o.message ?? 'the snapshot commit failed' };

@@ -2,11 +2,12 @@
 // TLS material and credentials, including in-cluster token refresh). Requests are plain JSON GETs;
 // every failure becomes a SourceError that says whether the cluster was unreachable, refused our
 // credentials (401) or our access (403), so the GitTarget's SourceReachable condition can say so.
-import { request as httpsRequest, Agent as HttpsAgent, type RequestOptions } from 'node:https';
+import { request as httpsRequest, Agent as HttpsAgent, type AgentOptions as HttpsAgentOptions, type RequestOptions } from 'node:https';
 import { request as httpRequest, Agent as HttpAgent } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { EGRESS_DENIED } from '../../net/egress.js';
 
-export type SourceErrorReason = 'Unreachable' | 'AuthenticationFailed' | 'AccessDenied' | 'NotFound' | 'Expired' | 'Failed';
+export type SourceErrorReason = 'Unreachable' | 'AuthenticationFailed' | 'AccessDenied' | 'NotFound' | 'Expired' | 'Failed' | 'EgressDenied';
 
 export class SourceError extends Error {
   constructor(
@@ -33,6 +34,7 @@ export function reasonForStatus(code: number): SourceErrorReason {
 export function toSourceError(e: unknown, server: string): SourceError {
   if (e instanceof SourceError) return e;
   const err = e as { statusCode?: number; code?: string | number; message?: string };
+  if (err?.code === EGRESS_DENIED) return new SourceError('EgressDenied', String(err.message));
   if (typeof err?.statusCode === 'number') return new SourceError(reasonForStatus(err.statusCode), `${server} answered ${err.statusCode}`, err.statusCode);
   const code = typeof err?.code === 'string' ? ` (${err.code})` : '';
   return new SourceError('Unreachable', `cannot reach ${server}: ${String(err?.message ?? e).split('\n')[0]}${code}`);
@@ -67,13 +69,16 @@ export class SourceClient {
       // Credentials are applied per request: an in-cluster token file rotates underneath us.
       await this.config.applyToHTTPSOptions(opts);
     } catch (e) {
+      if ((e as { code?: string }).code === EGRESS_DENIED) throw new SourceError('EgressDenied', (e as Error).message);
       throw new SourceError('Failed', `the kubeconfig cannot be applied: ${(e as Error).message}`);
     }
     const https = url.protocol === 'https:';
     // One keep-alive agent per client; the one client-node makes per call is left unused.
+    // A tenant's kubeconfig (EgressKubeConfig) resolves names through its egress policy: checked per connection.
+    const lookup = (this.config as { egress?: { lookup: HttpsAgentOptions['lookup'] } }).egress?.lookup;
     this.agent ??= https
-      ? new HttpsAgent({ keepAlive: true, ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized, servername: opts.servername })
-      : new HttpAgent({ keepAlive: true });
+      ? new HttpsAgent({ keepAlive: true, ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized, servername: opts.servername, lookup })
+      : new HttpAgent({ keepAlive: true, lookup });
     const headers: Record<string, string> = { accept: 'application/json' };
     for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
     if (opts.auth) headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_CLUSTER } from '../../storage/types.js';
 import { SourceClient, SourceError } from './client.js';
-import { kubeconfigFromSecret, vetKubeconfig, type SecretData } from './kubeconfig.js';
+import { kubeconfigFromSecret, vetKubeconfig, type KubeConfigVerdict, type SecretData, type VetOptions } from './kubeconfig.js';
 import { workspaceSourceConfig } from './default.js';
 
 export interface SourceSpec {
@@ -37,7 +37,12 @@ export interface SourceConnectorOptions {
    * `<this>/clusters/<name>`. Undefined = the default source's server.
    */
   kcpServerURL?: string;
+  /** --allow-insecure-credentials and the --egress-* policy, for kubeconfig Secrets (kubeconfig.ts). */
+  vet?: VetOptions;
 }
+
+/** Verdicts kept by the kubeconfig text's hash: a Secret re-read every recheck is not re-parsed. */
+const VERDICT_CACHE_SIZE = 512;
 
 /** A logical cluster's view of the default source: its config and a client for its Secrets. */
 interface Workspace {
@@ -47,6 +52,7 @@ interface Workspace {
 
 export class SourceConnector {
   private readonly workspaces = new Map<string, Workspace>();
+  private readonly verdicts = new Map<string, KubeConfigVerdict>();
 
   constructor(private readonly opts: SourceConnectorOptions) {}
 
@@ -99,9 +105,16 @@ export class SourceConnector {
     }
     const found = kubeconfigFromSecret(secret, ref.name, ref.key);
     if (!('text' in found)) return { ok: false, ...found };
-    const verdict = vetKubeconfig(found.text, ref.name);
+    const digest = createHash('sha256').update(found.text).digest('hex');
+    const token = digest.slice(0, 16);
+    const memo = `${digest}\0${ref.name}`;
+    let verdict = this.verdicts.get(memo);
+    if (!verdict) {
+      verdict = vetKubeconfig(found.text, ref.name, this.opts.vet);
+      if (this.verdicts.size >= VERDICT_CACHE_SIZE) this.verdicts.delete(this.verdicts.keys().next().value!);
+      this.verdicts.set(memo, verdict);
+    }
     if (!verdict.ok) return { ok: false, reason: verdict.reason, message: verdict.message };
-    const token = createHash('sha256').update(found.text).digest('hex').slice(0, 16);
     return { ok: true, config: verdict.config, token, description: `the kubeconfig in Secret "${ref.name}"` };
   }
 

@@ -1,7 +1,9 @@
-// Git credentials (`spec.repository.secretRef`) of a GitTarget in a kcp logical cluster X, read from
-// workspace X like its kubeconfig Secrets: a kcp tenant cannot create Secrets in this server's own
-// store (that is only the development sandbox), but it can in its workspace. GitTargets of the
-// default cluster keep the store's Secrets (`fallback`). The Secret's data never reaches a message.
+// Git credentials (`spec.repository.secretRef`) when the server has a hosting cluster (--kubeconfig,
+// in-cluster, or kcp): the Secret is read where the GitTarget's tenant keeps its Secrets — the
+// hosting cluster's namespace for the default cluster, workspace X for a GitTarget in kcp logical
+// cluster X — like kubeconfig Secrets. A tenant cannot create Secrets in this server's own store
+// (that is only the development sandbox, `fallback`, used when there is no hosting cluster and for
+// the wildcard view). The Secret's data never reaches a message.
 import { GitEngineError } from '../../git/errors.js';
 import { credentialsFromSecret, type GitCredentials, type SecretLike } from '../../git/repository-url.js';
 import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
@@ -14,11 +16,11 @@ export type GitCredentialsOf = (gitTarget: KubeObject) => Promise<GitCredentials
 export function workspaceGitCredentials(connector: SourceConnector, fallback: GitCredentialsOf): GitCredentialsOf {
   return async (gt) => {
     const cluster = clusterOf(gt);
-    if (cluster === DEFAULT_CLUSTER || cluster === '*') return fallback(gt);
+    if (cluster === '*') return fallback(gt);
     const name = (gt.spec as { repository?: { secretRef?: { name?: string } } } | undefined)?.repository?.secretRef?.name;
     if (!name) return undefined;
     const ns = gt.metadata.namespace ?? '';
-    const where = `namespace "${ns}" of logical cluster "${cluster}"`;
+    const where = cluster === DEFAULT_CLUSTER ? `namespace "${ns}" of the hosting cluster` : `namespace "${ns}" of logical cluster "${cluster}"`;
     let secret: SecretLike | undefined;
     try {
       secret = await connector.readSecret(cluster, ns, name);

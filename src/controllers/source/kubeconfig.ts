@@ -4,19 +4,20 @@
 //
 // Why these refusals: the kubeconfig comes from a tenant's Secret but is used by the server process.
 // `exec` and `auth-provider` would run programs (or plug-ins) inside the server; file references
-// (client-certificate, client-key, certificate-authority, tokenFile) would read the server's own
-// files and send them to whatever server the kubeconfig names; `insecure-skip-tls-verify` would
-// hand the credentials to anyone on the path.
+// would read the server's own files and send them to whatever server the kubeconfig names;
+// `insecure-skip-tls-verify` or an http:// server would hand the credentials to anyone on the path;
+// a link-local server is the cloud metadata service. The allowlist is in kubeconfig-allowlist.ts;
+// the client is built from its result with loadFromOptions, never from the Secret's text.
 import { KubeConfig } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { EgressPolicy, builtinEgressRefusal } from '../../net/egress.js';
+import { allowlistKubeconfig, type AllowlistRefusalReason } from './kubeconfig-allowlist.js';
 
 export type KubeConfigRefusalReason =
+  | AllowlistRefusalReason
   | 'KubeConfigSecretNotFound'
   | 'KubeConfigKeyNotFound'
-  | 'KubeConfigInvalid'
-  | 'KubeConfigExecNotAllowed'
-  | 'KubeConfigInsecureTLSNotAllowed'
-  | 'KubeConfigFileReferenceNotAllowed';
+  | 'KubeConfigInsecureCredentials'
+  | 'KubeConfigEgressDenied';
 
 export interface KubeConfigRefusal {
   reason: KubeConfigRefusalReason;
@@ -51,90 +52,80 @@ export function kubeconfigFromSecret(secret: SecretData, secretName: string, key
   };
 }
 
-type Obj = Record<string, unknown>;
-
-function firstLine(e: unknown): string {
-  return String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 200);
-}
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-function namedEntries(doc: Obj, list: string, field: string): Array<{ name: string; body: Obj }> {
-  const items = doc[list];
-  if (items === undefined || items === null) return [];
-  if (!Array.isArray(items)) throw new Error(`"${list}" must be a list`);
-  return items.map((it, i) => {
-    if (!isObj(it)) throw new Error(`${list}[${i}] must be a mapping`);
-    const body = it[field] ?? {};
-    if (!isObj(body)) throw new Error(`${list}[${i}].${field} must be a mapping`);
-    return { name: typeof it.name === 'string' ? it.name : `#${i}`, body };
-  });
+export interface VetOptions {
+  /** --allow-insecure-credentials: a token may go to an http:// server (development only). */
+  allowInsecureCredentials?: boolean;
+  /** The operator's egress rules (--egress-*), applied on every connection; default: the built-in link-local rule. */
+  egress?: EgressPolicy;
 }
 
-const FILE_FIELDS: Array<{ list: 'clusters' | 'users'; field: string; key: string; instead: string }> = [
-  { list: 'clusters', field: 'cluster', key: 'certificate-authority', instead: 'certificate-authority-data' },
-  { list: 'users', field: 'user', key: 'client-certificate', instead: 'client-certificate-data' },
-  { list: 'users', field: 'user', key: 'client-key', instead: 'client-key-data' },
-  { list: 'users', field: 'user', key: 'tokenFile', instead: 'an inline token' },
-];
+const BUILTIN_EGRESS = new EgressPolicy();
 
 /**
- * Parses and vets a kubeconfig taken from a Secret. Every cluster and user entry is checked, not
- * only the current context's: a later context switch must not slip a refused entry in.
+ * A KubeConfig whose every connection obeys an egress policy: the server's literal address is
+ * checked before each request, and a name is checked on each address it resolves to when a
+ * connection is made (client-node's Watch builds its own agent here; SourceClient asks `egress`).
  */
-export function vetKubeconfig(text: string, secretName: string): KubeConfigVerdict {
+export class EgressKubeConfig extends KubeConfig {
+  constructor(readonly egress: EgressPolicy) {
+    super();
+  }
+
+  override async applyToHTTPSOptions(opts: Parameters<KubeConfig['applyToHTTPSOptions']>[0]): Promise<void> {
+    const server = this.getCurrentCluster()?.server;
+    if (server) this.egress.assertHost(new URL(server).hostname);
+    await super.applyToHTTPSOptions(opts);
+    // node's Agent merges its `options` into every connection it creates (lib/_http_agent.js createSocket).
+    const agent = (opts as { agent?: { options?: Record<string, unknown> } }).agent;
+    if (agent?.options) agent.options.lookup = this.egress.lookup;
+  }
+}
+
+/**
+ * Parses, allowlists and builds the client configuration of a kubeconfig taken from a Secret. The
+ * returned KubeConfig holds only what the allowlist let through (loadFromOptions), so nothing the
+ * text says beyond it (a merge key, an exec plugin, a file path) can reach the client.
+ */
+export function vetKubeconfig(text: string, secretName: string, opts: VetOptions = {}): KubeConfigVerdict {
   const where = `the kubeconfig in Secret "${secretName}"`;
-  let doc: unknown;
+  const checked = allowlistKubeconfig(text);
+  if (!checked.ok) return { ok: false, reason: checked.reason, message: `${where}${/^(is|uses|nests|has|cannot) /.test(checked.message) ? ' ' : ': '}${checked.message}` };
+  const kc = checked.kubeconfig;
+  const ctx = kc.contexts.find((c) => c.name === kc.currentContext)!;
+  const cluster = kc.clusters.find((c) => c.name === ctx.cluster)!;
+  const user = kc.users.find((u) => u.name === ctx.user)!;
+  let url: URL;
   try {
-    doc = parse(text);
-  } catch (e) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not valid YAML: ${firstLine(e)}` };
+    url = new URL(cluster.server);
+  } catch {
+    url = new URL('invalid:');
   }
-  if (!isObj(doc)) return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig (not a mapping)` };
-  let clusters: Array<{ name: string; body: Obj }>;
-  let users: Array<{ name: string; body: Obj }>;
-  try {
-    clusters = namedEntries(doc, 'clusters', 'cluster');
-    users = namedEntries(doc, 'users', 'user');
-    namedEntries(doc, 'contexts', 'context');
-  } catch (e) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig: ${(e as Error).message}` };
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !url.hostname || url.username || url.password || url.search || url.hash) {
+    return { ok: false, reason: 'KubeConfigInvalid', message: `${where}: cluster "${cluster.name}" needs an https:// server URL without credentials, query or fragment` };
   }
-  for (const u of users) {
-    for (const k of ['exec', 'auth-provider']) {
-      if (u.body[k] !== undefined && u.body[k] !== null) {
-        return { ok: false, reason: 'KubeConfigExecNotAllowed', message: `${where}: user "${u.name}" uses ${k}, which would run code in the server; use a token or a client certificate (*-data)` };
-      }
+  if (url.protocol === 'http:' && user.token && !opts.allowInsecureCredentials) {
+    return {
+      ok: false,
+      reason: 'KubeConfigInsecureCredentials',
+      message: `${where}: cluster "${cluster.name}" is plain http://, which would send user "${user.name}"'s token in cleartext; use https:// (the server's --allow-insecure-credentials is for development only)`,
+    };
+  }
+  for (const c of kc.clusters) {
+    let host = '';
+    try {
+      host = new URL(c.server).hostname;
+    } catch {
+      // Checked for the current context above; other entries are never connected to.
     }
+    const why = host && builtinEgressRefusal(host);
+    if (why) return { ok: false, reason: 'KubeConfigEgressDenied', message: `${where}: cluster "${c.name}" server ${why}` };
   }
-  for (const c of clusters) {
-    if (c.body['insecure-skip-tls-verify'] === true) {
-      return { ok: false, reason: 'KubeConfigInsecureTLSNotAllowed', message: `${where}: cluster "${c.name}" sets insecure-skip-tls-verify; give certificate-authority-data instead` };
-    }
-  }
-  for (const f of FILE_FIELDS) {
-    for (const e of f.list === 'clusters' ? clusters : users) {
-      if (e.body[f.key] !== undefined && e.body[f.key] !== null) {
-        return {
-          ok: false,
-          reason: 'KubeConfigFileReferenceNotAllowed',
-          message: `${where}: ${f.list === 'clusters' ? 'cluster' : 'user'} "${e.name}" reads a file (${f.key}) from the server's disk; use ${f.instead}`,
-        };
-      }
-    }
-  }
-  const config = new KubeConfig();
-  try {
-    config.loadFromString(text);
-  } catch (e) {
-    // First line only: parser messages go on to quote the text, and the text holds credentials.
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} is not a kubeconfig: ${firstLine(e)}` };
-  }
-  const cluster = config.getCurrentCluster();
-  if (!cluster) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where} names no usable current-context (with a cluster)` };
-  }
-  if (typeof cluster.server !== 'string' || !/^https?:\/\/[^/]/.test(cluster.server)) {
-    return { ok: false, reason: 'KubeConfigInvalid', message: `${where}: cluster "${cluster.name}" has no https:// or http:// server URL` };
-  }
+  const config = new EgressKubeConfig(opts.egress ?? BUILTIN_EGRESS);
+  config.loadFromOptions({
+    clusters: kc.clusters.map((c) => ({ name: c.name, server: c.server, caData: c.caData, tlsServerName: c.tlsServerName, skipTLSVerify: false })),
+    users: kc.users.map((u) => ({ name: u.name, token: u.token, certData: u.certData, keyData: u.keyData })),
+    contexts: kc.contexts.map((c) => ({ name: c.name, cluster: c.cluster, user: c.user, namespace: c.namespace })),
+    currentContext: kc.currentContext,
+  });
   return { ok: true, config };
 }

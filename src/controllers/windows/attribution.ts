@@ -3,6 +3,7 @@
 // visible. Whichever replica holds the GitTarget's lease runs these; the facts and the record are
 // in the Store, so any replica reaches the same answer.
 import { attributionOf, DEFAULT_NO_FACTS_GRACE_MS, provisional, queryOf, UNRESOLVED, type Attribution, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { isSandboxRoute } from '../../attribution/sandbox.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { getCondition, setCondition, type Condition } from '../status.js';
@@ -42,57 +43,38 @@ export async function drainTarget(records: WindowRecords, cfg: AttributionConfig
 }
 
 /**
- * The AuditAttribution condition of a GitTarget with an audit route, and when to look again.
- * True/FactsArriving when the route has facts; False/NoFactsReceived when edits were mirrored and
- * no fact arrived for the no-facts grace; Unknown before either is known.
+ * The AuditAttribution condition of a GitTarget with an audit route, and when to look again. It
+ * speaks only of facts that named this GitTarget's own changes — a route is shared (every tenant of
+ * the hosting cluster posts to "hosting"), and the count or timing of other tenants' facts is not
+ * this GitTarget's business. True/FactsArriving once facts named its changes; False/NoFactsReceived
+ * when a change of its own waited the no-facts grace without its fact; Unknown before either.
  */
-export async function auditCondition(
-  records: WindowRecords,
-  cfg: AttributionConfig,
-  target: TargetKey,
-  route: string,
-  rec: WindowRecord | undefined,
-  now: number,
-): Promise<{ condition: Condition; recheckAt?: number }> {
-  const stats = await cfg.facts.stats(route);
-  let awaiting = rec?.attribution?.awaitingFactsSince;
-  // A fact the route received since we last looked means facts arrive: the clock stops. (Compared
-  // by value, not by time: kube-apiserver's clock is not ours.)
-  if (rec && stats.lastFactTime && stats.lastFactTime !== rec.attribution?.lastFactSeen) {
-    const waitingChanges = (rec.staging ?? []).some((e) => e.change && !e.resolved);
-    await records.mutate(target, (r) => {
-      const a = (r.attribution ??= {});
-      if (a.lastFactSeen === stats.lastFactTime) return unchanged(undefined);
-      a.lastFactSeen = stats.lastFactTime;
-      if (waitingChanges) a.awaitingFactsSince = now;
-      else delete a.awaitingFactsSince;
-      return undefined;
-    });
-    awaiting = waitingChanges ? now : undefined;
-  }
+export function auditCondition(cfg: AttributionConfig, route: string, rec: WindowRecord | undefined, now: number): { condition: Condition; recheckAt?: number } {
+  const a = rec?.attribution;
+  const awaiting = a?.awaitingFactsSince;
   const grace = cfg.noFactsGraceMs ?? DEFAULT_NO_FACTS_GRACE_MS;
-  const last = stats.lastFactTime ? `the last at ${stats.lastFactTime}` : 'none received yet';
+  const last = a?.lastNamedFactTime ? `the last fact naming one at ${a.lastNamedFactTime}` : 'no fact has named one yet';
   if (awaiting !== undefined && now - awaiting >= grace) {
     return {
       condition: {
         type: AUDIT_ATTRIBUTION,
         status: 'False',
         reason: 'NoFactsReceived',
-        message: `edits were mirrored since ${iso(awaiting)} but no audit fact arrived on route "${route}" within ${Math.round(grace / 1000)}s (${last}); their commits are authored "unknown (attribution unresolved)": check kube-apiserver's audit webhook and policy`,
+        message: `edits were mirrored since ${iso(awaiting)} but no audit fact on route "${route}" named them within ${Math.round(grace / 1000)}s (${last}); their commits are authored "unknown (attribution unresolved)": check kube-apiserver's audit webhook and policy`,
       },
     };
   }
   const recheckAt = awaiting !== undefined ? awaiting + grace : undefined;
-  if (stats.count > 0) {
-    return { condition: { type: AUDIT_ATTRIBUTION, status: 'True', reason: 'FactsArriving', message: `${stats.count} audit facts on route "${route}" within their retention, ${last}` }, recheckAt };
+  if (a?.named) {
+    return { condition: { type: AUDIT_ATTRIBUTION, status: 'True', reason: 'FactsArriving', message: `audit facts on route "${route}" named ${a.named} of this GitTarget's changes, ${last}` }, recheckAt };
   }
-  return { condition: { type: AUDIT_ATTRIBUTION, status: 'Unknown', reason: 'NoFactsYet', message: `no audit fact received on route "${route}" yet` }, recheckAt };
+  return { condition: { type: AUDIT_ATTRIBUTION, status: 'Unknown', reason: 'NoFactsYet', message: `no audit fact on route "${route}" has named a change of this GitTarget yet` }, recheckAt };
 }
 
 type StatusEdit = (fn: (status: Record<string, unknown>, obj: KubeObject) => boolean) => Promise<void>;
 
 /**
- * Writes a GitTarget's AuditAttribution (absent without a route). A transition is written at
+ * Writes a GitTarget's AuditAttribution (absent without a route, and for the sandbox's route). A transition is written at
  * once; a True condition's message (count, last fact) at most every AUDIT_MESSAGE_REFRESH_MS, so
  * facts arriving do not rewrite the GitTarget each time.
  */
@@ -108,7 +90,8 @@ export class AuditConditionWriter {
   /** Returns when to evaluate again (ms since epoch), or undefined. */
   async write(key: string, gt: KubeObject, target: TargetKey, route: string | undefined, edit: StatusEdit): Promise<number | undefined> {
     const current = getCondition(gt, AUDIT_ATTRIBUTION);
-    if (!route || !this.cfg) {
+    // The sandbox's facts come from this server's own request path: there is no audit delivery to watch.
+    if (!route || !this.cfg || isSandboxRoute(route)) {
       if (current) {
         await edit((status) => {
           const conds = (status.conditions as Condition[] | undefined) ?? [];
@@ -120,7 +103,7 @@ export class AuditConditionWriter {
       return undefined;
     }
     const now = Date.now();
-    const { condition, recheckAt } = await auditCondition(this.records, this.cfg, target, route, await this.records.get(target), now);
+    const { condition, recheckAt } = auditCondition(this.cfg, route, await this.records.get(target), now);
     const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
     const last = this.writtenAt.get(key) ?? 0;
     if (transition || (now - last >= AUDIT_MESSAGE_REFRESH_MS && current?.message !== condition.message)) {

@@ -12,7 +12,7 @@ import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
 import { Informer, clusterOf, keyOf, WorkQueue, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
-import { effectiveRoute, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { routeOf, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import { setCondition, updateStatus } from '../status.js';
 import { SystemClient } from '../client.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
@@ -115,7 +115,7 @@ export class WindowsController {
   }
 
   private routeOf(gt: KubeObject): string | undefined {
-    return this.deps.attribution ? effectiveRoute(gt, this.deps.attribution.auditListener) : undefined;
+    return routeOf(gt, this.deps.attribution);
   }
 
   private joined(tiers: JoinTier[]): void {
@@ -230,7 +230,8 @@ export class WindowsController {
     let result;
     try {
       result = await this.deps.engine.commit({
-        repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt) },
+        // The tenant partitions local: repositories (src/git/repository-url.ts localGitdir).
+        repository: { url: spec.repository.url, credentials: await this.deps.credentials?.(gt), tenant: { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '' } },
         branch: spec.branch,
         folder: spec.path,
         changes: w.changes.map((c) => stripSource(c.change) as Change),

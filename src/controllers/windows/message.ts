@@ -1,14 +1,23 @@
-// Generated commit messages for windows without a CommitRequest message. First-seen order.
+// Generated commit messages for windows without a CommitRequest message, in first-seen order. One
+// scheme for every change (docs/git-engine.md#commit-messages): a verb, the plural resource as in
+// the file's path, and namespace/name — `Update configmaps team-a/one`, `Delete configmaps
+// team-a/one`; several changes are `<Verb> N objects in <GitTarget>` (Update: all writes, Delete:
+// all deletions, Change: both) with one body line per change.
 import type { Window } from './record.js';
 import type { PendingChange } from './types.js';
 
-function describe(c: PendingChange): string {
-  if (c.op === 'write') {
-    const m = c.object.metadata;
-    return `${c.resource ?? c.object.kind} ${m.namespace ? `${m.namespace}/` : ''}${m.name}`;
-  }
-  return `${c.ref.kind} ${c.ref.namespace ? `${c.ref.namespace}/` : ''}${c.ref.name}`;
+/** The plural resource of a change (the folder its file is in); a deletion seen without one falls back to the naive plural of its kind. */
+function resourceOf(c: PendingChange): string {
+  if (c.op === 'write') return c.resource ?? c.source?.resource ?? `${c.object.kind.toLowerCase()}s`;
+  return c.source?.resource ?? `${c.ref.kind.toLowerCase()}s`;
 }
+
+function describe(c: PendingChange): string {
+  const { namespace, name } = c.op === 'write' ? c.object.metadata : c.ref;
+  return `${resourceOf(c)} ${namespace ? `${namespace}/` : ''}${name}`;
+}
+
+const verb = (c: PendingChange) => (c.op === 'write' ? 'Update' : 'Delete');
 
 export function generatedMessage(w: Window, target: string): string {
   const changes = w.changes.map((x) => x.change);
@@ -17,9 +26,10 @@ export function generatedMessage(w: Window, target: string): string {
     const deletes = changes.length - writes;
     return `Snapshot of ${target}: ${writes} object${writes === 1 ? '' : 's'}${deletes ? `, ${deletes} removed` : ''}`;
   }
-  const verb = (c: PendingChange) => (c.op === 'write' ? 'Update' : 'Delete');
-  if (changes.length === 1) return `${verb(changes[0])} ${describe(changes[0])}`;
+  if (changes.length === 1) return `${verb(changes[0]!)} ${describe(changes[0]!)}`;
+  const verbs = new Set(changes.map(verb));
+  const summary = verbs.size === 1 ? [...verbs][0]! : 'Change';
   const lines = changes.slice(0, 100).map((c) => `- ${verb(c).toLowerCase()} ${describe(c)}`);
   if (changes.length > 100) lines.push(`- ... and ${changes.length - 100} more`);
-  return `Update ${changes.length} objects in ${target}\n\n${lines.join('\n')}`;
+  return `${summary} ${changes.length} objects in ${target}\n\n${lines.join('\n')}`;
 }

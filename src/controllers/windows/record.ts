@@ -95,6 +95,7 @@ export interface StagedAttribution {
   author: Person;
   kind: 'audit' | 'unresolved';
   tier: JoinTier;
+  factTime?: string;
 }
 
 export interface WindowRecord extends KubeObject {
@@ -103,12 +104,16 @@ export interface WindowRecord extends KubeObject {
   windows: Window[];
   /** Changes awaiting attribution (GitTargets with an audit route); absent in records of older versions. */
   staging?: StagedEntry[];
-  /** The route's fact health as this target saw it (the AuditAttribution condition). */
+  /** Fact health of this target's own changes (the AuditAttribution condition). */
   attribution?: {
-    /** ms: the oldest change mirrored since the route's last fact; cleared when a fact arrives after it. */
+    /** ms: the oldest of this target's changes still waiting for its fact; cleared when a fact names one. */
     awaitingFactsSince?: number;
-    /** The route's last fact time when this target last looked (a new value means facts arrive). */
+    /** Written by older versions (the route's last fact, any tenant's); no longer read. */
     lastFactSeen?: string;
+    /** How many of this target's changes audit facts named. */
+    named?: number;
+    /** RFC 3339 of the newest fact that named one of this target's changes. */
+    lastNamedFactTime?: string;
   };
   waiting: WaitingRequest[];
   /** CommitRequest outcomes not yet written to the requests' status. */

@@ -2,7 +2,7 @@
 // window record (a large snapshot writes its chunks first, chunks.ts), so it is durable when it resolves (the Store acknowledged it). With an audit route
 // the changes are looked up first (the join) and either join their author's window at once or wait
 // in the record's staging list (staging.ts).
-import { DEFAULT_ATTRIBUTION_GRACE_MS, effectiveRoute, resolvePrefix, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
+import { DEFAULT_ATTRIBUTION_GRACE_MS, resolvePrefix, routeOf, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { policyOf } from './policy.js';
@@ -35,7 +35,7 @@ export class StoreWindowSink implements WindowSink {
     if (changes.length === 0) return;
     const gt = this.gitTarget(target);
     const policy = policyOf(gt);
-    const route = this.attribution ? effectiveRoute(gt, this.attribution.auditListener) : undefined;
+    const route = routeOf(gt, this.attribution);
     if (!route || !this.attribution) {
       await this.records.mutate(target, (r) => {
         // Changes staged while the target had a route go first.

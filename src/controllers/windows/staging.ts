@@ -11,7 +11,9 @@ import { addChanges, applySnapshot } from './transitions.js';
 import type { PendingChange } from './types.js';
 
 function staged(a: Attribution): StagedAttribution {
-  return { authorKey: a.authorKey, author: { name: a.author.name, email: a.author.email }, kind: a.kind, tier: a.tier };
+  const s: StagedAttribution = { authorKey: a.authorKey, author: { name: a.author.name, email: a.author.email }, kind: a.kind, tier: a.tier };
+  if (a.factTime) s.factTime = a.factTime;
+  return s;
 }
 
 /**
@@ -22,11 +24,14 @@ function staged(a: Attribution): StagedAttribution {
 export function stageChanges(r: WindowRecord, changes: PendingChange[], resolved: Attribution[], policy: CommitPolicy, now: number, graceMs: number): JoinTier[] {
   const staging = (r.staging ??= []);
   const moved: JoinTier[] = [];
+  let lastFact: string | undefined;
   let i = 0;
   if (staging.length === 0) {
     for (; i < resolved.length && i < changes.length; i++) {
       addChanges(r, [changes[i]], policy, now, resolved[i]);
       moved.push(resolved[i].tier);
+      const t = resolved[i].factTime;
+      if (t && (!lastFact || t > lastFact)) lastFact = t;
     }
   }
   for (; i < changes.length; i++) {
@@ -34,7 +39,7 @@ export function stageChanges(r: WindowRecord, changes: PendingChange[], resolved
     if (resolved[i]) e.resolved = staged(resolved[i]);
     staging.push(e);
   }
-  noteFacts(r, moved, now);
+  noteFacts(r, moved, now, lastFact);
   if (staging.length === 0) delete r.staging;
   return moved;
 }
@@ -51,6 +56,7 @@ export function stageSnapshot(r: WindowRecord, id: string, changes: PendingChang
  */
 export function drainStaging(r: WindowRecord, found: ReadonlyMap<number, Attribution>, policy: CommitPolicy, now: number): JoinTier[] {
   const moved: JoinTier[] = [];
+  let lastFact: string | undefined;
   const staging = r.staging ?? [];
   while (staging.length) {
     const e = staging[0];
@@ -63,9 +69,10 @@ export function drainStaging(r: WindowRecord, found: ReadonlyMap<number, Attribu
     if (!a) break;
     if (e.change) addChanges(r, [e.change], policy, now, a);
     moved.push(a.tier);
+    if (a.factTime && (!lastFact || a.factTime > lastFact)) lastFact = a.factTime;
     staging.shift();
   }
-  noteFacts(r, moved, now);
+  noteFacts(r, moved, now, lastFact);
   if (staging.length === 0) delete r.staging;
   return moved;
 }
@@ -99,11 +106,17 @@ export function nextStagingDeadline(r: WindowRecord): number | undefined {
 }
 
 /**
- * AuditAttribution bookkeeping: a change that had to wait for its fact starts the "no facts"
- * clock (if not running); a change a fact named stops it.
+ * AuditAttribution bookkeeping, from this GitTarget's own changes only (never the route's other
+ * facts: they are other tenants'): a change that had to wait for its fact starts the "no facts"
+ * clock (if not running); a change a fact named stops it and is counted.
  */
-function noteFacts(r: WindowRecord, moved: JoinTier[], now: number): void {
+function noteFacts(r: WindowRecord, moved: JoinTier[], now: number, lastFact: string | undefined): void {
   const a = (r.attribution ??= {});
-  if (moved.some((t) => t !== 'unresolved')) delete a.awaitingFactsSince;
+  const named = moved.filter((t) => t !== 'unresolved').length;
+  if (named > 0) {
+    delete a.awaitingFactsSince;
+    a.named = (a.named ?? 0) + named;
+  }
+  if (lastFact && (!a.lastNamedFactTime || lastFact > a.lastNamedFactTime)) a.lastNamedFactTime = lastFact;
   if ((r.staging ?? []).some((e) => e.change && !e.resolved) && a.awaitingFactsSince === undefined) a.awaitingFactsSince = now;
 }

@@ -20,7 +20,7 @@ import {
 } from './managed-fields.js';
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
-import { ApplyValueError, compare, toFieldSet } from './typed.js';
+import { ApplyValueError, compare, setOwn, toFieldSet } from './typed.js';
 import { type Work, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 
@@ -232,7 +232,7 @@ function dropNulls(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(dropNulls);
   if (!isPlainObject(v)) return v;
   const out: Record<string, unknown> = {};
-  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) out[k] = dropNulls(child);
+  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) setOwn(out, k, dropNulls(child));
   return out;
 }
 

@@ -263,8 +263,8 @@ export function* mergeWork(lhs: unknown, rhs: unknown, shape: Shape, path: Path 
   const r = rhs as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(l), ...Object.keys(r)])) {
-    const v = yield* mergeWork(l[k], r[k], fieldShape(rs, k), [...path, field(k)]);
-    if (v !== undefined) out[k] = v;
+    const v = yield* mergeWork(ownValue(l, k), ownValue(r, k), fieldShape(rs, k), [...path, field(k)]);
+    if (v !== undefined) setOwn(out, k, v);
   }
   return out;
 }
@@ -369,9 +369,21 @@ export function* removeItemsWork(v: unknown, set: FieldSet, shape: Shape): Work<
       if (set.hasMember(pe)) continue;
       const sub = set.withPrefix(pe);
       const kept = sub.empty() ? child : yield* removeItemsWork(child, sub, fieldShape(s, k));
-      if (kept !== undefined) out[k] = kept;
+      if (kept !== undefined) setOwn(out, k, kept);
     }
     return Object.keys(out).length ? out : undefined;
   }
   return v;
+}
+
+/**
+ * Object keys are data here: `__proto__` is a valid ConfigMap data key. `out[k] = v` would set the
+ * prototype for it (losing the key) and `o[k]` would read the prototype when the key is absent.
+ */
+export function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+}
+
+export function ownValue(o: Record<string, unknown>, k: string): unknown {
+  return Object.hasOwn(o, k) ? o[k] : undefined;
 }
