@@ -1,9 +1,9 @@
 // Lua scripts live beside this file (copied to dist by scripts/copy-assets.mjs). Each runs with
 // EVALSHA; a server that does not have it cached answers NOSCRIPT, and the call is repeated once
 // as EVAL with the source, which runs the script and caches it on that server. EVAL goes through
-// the client's key routing, so it lands on the node that owns the keys' slot: on Redis Cluster a
-// SCRIPT LOAD would go to an arbitrary node, and after a failover (Cluster or Sentinel) or a
-// restart the new primary has an empty script cache.
+// the client's key routing, so it lands on the node that owns the keys' slot: unlike a keyless
+// SCRIPT LOAD, it does not depend on which Cluster node receives it, nor on what a restarted
+// server or a promoted replica has cached.
 
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
