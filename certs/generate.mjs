@@ -8,21 +8,50 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createCA, issueCertificate } from '../dist/src/certs/pki.js';
 
-const { values } = parseArgs({
-  options: {
-    out: { type: 'string', default: './tls' },
-    service: { type: 'string', default: 'reverser-apiserver' },
-    namespace: { type: 'string', default: 'reverser-system' },
-    days: { type: 'string', default: '365' },
-  },
-});
+const USAGE = `Usage: node certs/generate.mjs [--out DIR] [--service NAME] [--namespace NS] [--days N]
+
+Generates a CA and a serving certificate for the Service <service>.<namespace>.svc and writes
+ca.crt, ca.key, tls.crt and tls.key into --out (existing files are not overwritten). Prints the
+APIService caBundle and the kubectl command that creates the Secret <service>-tls.
+
+  --out DIR        where to write the files (default ./tls)
+  --service NAME   the Service's name (default reverser-apiserver)
+  --namespace NS   the Service's namespace (default reverser-system)
+  --days N         validity of the serving certificate in days (default 365)
+  -h, --help       this text
+`;
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      out: { type: 'string', default: './tls' },
+      service: { type: 'string', default: 'reverser-apiserver' },
+      namespace: { type: 'string', default: 'reverser-system' },
+      days: { type: 'string', default: '365' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  }));
+} catch (e) {
+  process.stderr.write(`certs/generate.mjs: ${e.message}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+if (!/^[1-9]\d{0,4}$/.test(values.days)) {
+  console.error(`certs/generate.mjs: --days must be a whole number of days (1..99999), got ${JSON.stringify(values.days)}`);
+  process.exit(2);
+}
 const out = values.out;
 if (existsSync(join(out, 'tls.crt'))) {
   console.error(`${out}/tls.crt exists; refusing to overwrite`);
   process.exit(1);
 }
+// Loaded after the flags, so --help works before `npm install` built dist/.
+const { createCA, issueCertificate } = await import('../dist/src/certs/pki.js');
 mkdirSync(out, { recursive: true, mode: 0o700 });
 const svc = values.service;
 const ns = values.namespace;

@@ -22,6 +22,16 @@ done
 [ -x /usr/lib/git-core/git-http-backend ] || { echo "prerequisites: git-http-backend not found (package git)" >&2; exit 1; }
 node -e 'const [maj,min]=process.versions.node.split(".").map(Number); if (maj<20||(maj===20&&min<10)) { console.error("ci: Node >= 20.10 required, have "+process.version); process.exit(1) }'
 
+# Go >= 1.26 builds the control plane (kube-apiserver, kube-controller-manager, etcd, helm) that the
+# control-plane tests run (test/cluster/build.sh). /usr/local/go/bin is where the official tarball
+# installs it; test/cluster/build.sh looks there too.
+GO="$(command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; } || true)"
+[ -n "$GO" ] || { echo "prerequisites: Go >= 1.26 is not installed (https://go.dev/dl/; the control-plane tests build kube-apiserver from source)" >&2; exit 1; }
+GOVERSION="$("$GO" env GOVERSION 2>/dev/null || true)"
+if ! [[ "$GOVERSION" =~ ^go([0-9]+)\.([0-9]+) ]] || (( BASH_REMATCH[1] < 1 || (BASH_REMATCH[1] == 1 && BASH_REMATCH[2] < 26) )); then
+  echo "prerequisites: Go >= 1.26 is required for the control-plane tests, have ${GOVERSION:-an unknown version} ($GO)" >&2
+  exit 1
+fi
 python3 -c 'import yaml' 2>/dev/null || { echo "prerequisites: PyYAML is missing for python3 (Debian package python3-yaml, or pip install pyyaml)" >&2; exit 1; }
 need redis-server || { echo "prerequisites: redis-server is not installed (Debian package redis-server)" >&2; exit 1; }
-echo "prerequisites: ok (kubectl 1.27 and 1.33 in $KUBECTL_DIR)"
+echo "prerequisites: ok (kubectl 1.27 and 1.33 in $KUBECTL_DIR, $GOVERSION)"

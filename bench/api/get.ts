@@ -1,4 +1,4 @@
-// GET by name as a non-admin user through each authorizer, against the floor (issue #10 item 15).
+// GET by name as a non-admin user through each authorizer, against the floor.
 // Four sides, each called by `bench-user` (a dev-CA client certificate, not system:masters) on the
 // same names, interleaved (the order rotates every round):
 //   floor       bench/api/floor.ts: TLS, HTTP, one HGET, the stored bytes back

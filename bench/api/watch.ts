@@ -2,7 +2,7 @@
 // just before the write is sent to the arrival of its event line. Watches ride HTTP/2 streams
 // (as kubectl and client-go do, many per connection) or one HTTP/1.1 connection each. `benchWatch`
 // runs server and floor interleaved (A/B, B/A, …) for several rounds per protocol and reports the
-// median and range of the rounds' p99 (issue #10 item 17).
+// median and range of the rounds' p99.
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { Target, Req } from '../common/load.js';

@@ -1,4 +1,4 @@
-// Raw benchmark figures as JSON, one file per scenario run, under bench/results/ (issue #10 item 18).
+// Raw benchmark figures as JSON, one file per scenario run, under bench/results/.
 // docs/benchmarks.md's tables are generated from the newest file of each scenario by
 // `npm run bench:report` (scripts/bench-report.mjs), so a table always says which commit, machine
 // and load it came from, and a figure cannot be retyped by hand.
@@ -175,9 +175,22 @@ export function resultsDir(): string {
 
 const stamp = (iso: string) => iso.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 
-export function beginRun(opts: { bench: string; scenario: string; title: string; columns?: { value: string; baseline: string }; order?: number; params?: Record<string, unknown> }): Run {
+/**
+ * `started`: when a benchmark creates its record only after measuring (it knows then which
+ * scenarios it has figures for), the time and machine facts it took before measuring; otherwise
+ * they are taken now, at the start of the run.
+ */
+export function beginRun(opts: {
+  bench: string;
+  scenario: string;
+  title: string;
+  columns?: { value: string; baseline: string };
+  order?: number;
+  params?: Record<string, unknown>;
+  started?: { at: number; machine: MachineFacts };
+}): Run {
   if (!/^[a-z0-9][a-z0-9.-]*$/.test(opts.scenario)) throw new Error(`scenario name ${JSON.stringify(opts.scenario)}: use lower-case letters, digits, '.' and '-'`);
-  const t0 = Date.now();
+  const t0 = opts.started?.at ?? Date.now();
   const record: BenchRecord = {
     schema: 1,
     bench: opts.bench,
@@ -189,7 +202,7 @@ export function beginRun(opts: { bench: string; scenario: string; title: string;
     params: opts.params ?? {},
     ...gitFacts(),
     date: new Date(t0).toISOString(),
-    machine: machineFacts(),
+    machine: opts.started ? { ...opts.started.machine } : machineFacts(),
     samples: {},
     summary: [],
     notes: [],

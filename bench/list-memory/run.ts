@@ -1,5 +1,5 @@
 // The LIST memory and compression benchmark (`npm run bench -- list-memory [--quick]
-// [--storage=embedded,redis] [--objects=N] [--only=rss,gzip]`), issue #10 items 19 and 4.
+// [--storage=embedded,redis] [--objects=N] [--only=rss,gzip]`).
 //
 // For each store it starts a real server (and a real redis-server for the Redis store), fills
 // 10,000 GitTargets, reads the collection once (every object's JSON is then cached, as in a warm
@@ -7,7 +7,7 @@
 //   rss:  resets the kernel's peak-RSS mark (/proc/<pid>/clear_refs, "5") and sends 4 unpaginated
 //         LISTs of the 10,000 at once, each client reading as fast as it can; the server's VmHWM
 //         after they finished is the peak. Repeated per round, without and with Accept-Encoding: gzip.
-//         Target (issue #10 item 19): under 350 MB.
+//         Target (docs/benchmarks.md, LIST memory): under 350 MB.
 //   gzip: one unpaginated LIST at a time, with and without Accept-Encoding: gzip, interleaved
 //         (A/B, B/A, ...): milliseconds per LIST on loopback and bytes on the wire (item 4).
 // Figures go to bench/results/ (bench/common/results.ts) and the console.
@@ -91,7 +91,7 @@ function fetchCounting(t: Target, agent: https.Agent, path: string, headers: Rec
 async function startServer(store: string, dir: string, redisUrl: string | undefined): Promise<{ child: Child; target: Target }> {
   const port = await freePort();
   const certDir = join(dir, 'certs');
-  const args = [MAIN, 'serve', `--storage=${store}`, ...(redisUrl ? ['--redis-url', redisUrl] : []), '--data-dir', join(dir, 'data'), '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--controllers=none'];
+  const args = [MAIN, 'serve', `--storage=${store}`, ...(redisUrl ? ['--redis-url', redisUrl] : []), '--data-dir', join(dir, 'data'), '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--controllers=none', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0'];
   const child = await startChild(`reverser server (${store})`, process.execPath, args, /"msg":"serving"/, 60_000);
   const pem = (f: string) => readFileSync(join(certDir, f), 'utf8');
   return { child, target: { host: '127.0.0.1', port, tls: { ca: pem('ca.crt'), cert: pem('admin.crt'), key: pem('admin.key') } } };

@@ -1,4 +1,4 @@
-// Mirror benchmark (issue #9): the initial snapshot of N ConfigMaps, from the GitTarget's creation
+// Mirror benchmark: the initial snapshot of N ConfigMaps, from the GitTarget's creation
 // (list) to the commit pushed to a `git http-backend` remote, against `git fast-import` committing
 // the same pre-rendered files (taken from the pushed tree) in the same run; then single edits, each
 // timed from the PATCH to the new commit in the remote.

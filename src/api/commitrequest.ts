@@ -1,5 +1,5 @@
 // CommitRequest: a one-shot "save" that closes a GitTarget's pending changes into one commit.
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { ConditionsSchema, LocalObjectReferenceSchema, kindSchema } from './meta.js';
 import { type FieldError, invalidValue } from './field-errors.js';
 
@@ -38,6 +38,8 @@ export const CommitRequestSpecSchema = Type.Object(
   },
   { additionalProperties: false, description: 'CommitRequestSpec is immutable after creation.' },
 );
+
+export type CommitRequestSpec = Static<typeof CommitRequestSpecSchema>;
 
 export const CommitRequestStatusSchema = Type.Object(
   {

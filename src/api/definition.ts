@@ -42,6 +42,11 @@ export interface ResourceDefinition {
    * is refused with 415, as for CRDs.
    */
   strategicMerge?: Record<string, string>;
+  /**
+   * The verbs served, when not every verb is (discovery, OpenAPI and routing follow it). A
+   * create-only review resource (RepositoryScan, like TokenReview) serves ['create'].
+   */
+  verbs?: readonly string[];
   /** Request bodies may be Kubernetes protobuf (kubectl's typed commands send built-in kinds so). */
   protobuf?: boolean;
   normalize?(obj: Obj): void;

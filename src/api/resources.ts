@@ -5,6 +5,7 @@ import { SANDBOX_CORE_RESOURCES } from './core-v1.js';
 import { deployments } from './apps-v1.js';
 import { CommitRequestSchema, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
 import { GitTargetSchema, normalizeGitTarget, validateGitTarget, validateGitTargetUpdate } from './gittarget.js';
+import { RepositoryScanSchema, validateRepositoryScan } from './repositoryscan.js';
 
 export const GROUP = 'configbutler.ai';
 export const VERSION = 'v1alpha1';
@@ -141,7 +142,28 @@ export const commitRequests: ResourceDefinition = {
 };
 
 /** configbutler.ai/v1alpha1: the server's own group. */
-export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests];
+/** Create-only: the acceptance gate's verdict comes back in status; nothing is stored (registry/repositoryscan-strategy.ts). */
+export const repositoryScans: ResourceDefinition = {
+  group: GROUP,
+  version: VERSION,
+  kind: 'RepositoryScan',
+  listKind: 'RepositoryScanList',
+  plural: 'repositoryscans',
+  singular: 'repositoryscan',
+  shortNames: [],
+  categories: [],
+  namespaced: true,
+  statusSubresource: false,
+  generation: false,
+  schema: RepositoryScanSchema,
+  columns: [],
+  selectableFields: {},
+  verbs: ['create'],
+  validateCreate: validateRepositoryScan,
+  validateUpdate: () => [],
+};
+
+export const RESOURCES: ResourceDefinition[] = [gitTargets, commitRequests, repositoryScans];
 
 /** The sandbox's small Kubernetes core: v1 namespaces, configmaps, secrets, serviceaccounts; apps/v1 deployments. */
 export const SANDBOX_RESOURCES: ResourceDefinition[] = [...SANDBOX_CORE_RESOURCES, deployments];

@@ -140,6 +140,23 @@ export function forbidden(message: string, details?: StatusDetails): StatusError
   return failure(403, 'Forbidden', message, details ?? {});
 }
 
+/** apiserver's admission.NewForbidden: `<resource> "<name>" is forbidden: <why>`. */
+export function admissionForbidden(gr: GroupResource, name: string, why: string, causes?: StatusCause[]): StatusError {
+  return failure(403, 'Forbidden', name ? `${qualified(gr)} "${name}" is forbidden: ${why}` : `${qualified(gr)} is forbidden: ${why}`, {
+    name,
+    ...groupOf(gr),
+    kind: gr.resource,
+    ...(causes ? { causes } : {}),
+  });
+}
+
+/** NamespaceLifecycle's refusal of a create in a Terminating namespace (cause NamespaceTerminating). */
+export function namespaceTerminating(gr: GroupResource, name: string, namespace: string): StatusError {
+  return admissionForbidden(gr, name, `unable to create new content in namespace ${namespace} because it is being terminated`, [
+    { reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' },
+  ]);
+}
+
 export function methodNotAllowed(): StatusError {
   return failure(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
 }
@@ -200,6 +217,15 @@ export function serviceUnavailable(message: string, retryAfterSeconds = 1): Stat
   return e;
 }
 
+/**
+ * 503 for something this server depends on for one request (a tenant's Git remote), without
+ * Retry-After: client-go retries a Retry-After 503 up to ten times, which would hold a kubectl for
+ * minutes on a remote that is simply down. The server itself is fine.
+ */
+export function dependencyUnavailable(message: string): StatusError {
+  return failure(503, 'ServiceUnavailable', message, {});
+}
+
 export function timeout(message: string): StatusError {
   return failure(504, 'Timeout', message, {});
 }
@@ -209,7 +235,7 @@ export function timeout(message: string): StatusError {
  * header, as kube-apiserver's NewTooLargeResourceVersionError (the client retries, then re-lists).
  */
 export function tooLargeResourceVersion(want: number | string, current: number | string): StatusError {
-  const e = failure(504, 'Timeout', `Too large resource version: ${want}, current: ${current}`, {
+  const e = failure(504, 'Timeout', `Timeout: Too large resource version: ${want}, current: ${current}`, {
     causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
     retryAfterSeconds: 1,
   });

@@ -80,7 +80,14 @@ function valueAt(root: unknown, instancePath: string): unknown {
   return cur;
 }
 
-function toFieldErrors(errors: ErrorObject[], root: unknown): FieldError[] {
+/** The schema at an ajv schemaPath (`#/properties/spec/.../anyOf`); ajv reports it only when verbose. */
+function schemaAt(root: Schema, schemaPath: string): unknown {
+  let cur: any = root;
+  for (const seg of schemaPath.replace(/^#\/?/, '').split('/').filter(Boolean)) cur = cur?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return cur;
+}
+
+function toFieldErrors(errors: ErrorObject[], root: unknown, schema: Schema): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
   // Errors inside an anyOf branch are summarised by the anyOf error itself.
@@ -100,9 +107,10 @@ function toFieldErrors(errors: ErrorObject[], root: unknown): FieldError[] {
         fe = { type: 'FieldValueTypeInvalid', field, value, detail: `must be of type ${(e.params as any).type}` };
         break;
       case 'anyOf': {
-        const branches: Schema[] = (e.schema as Schema[]) ?? [];
+        const found = schemaAt(schema, e.schemaPath);
+        const branches: Schema[] = Array.isArray(found) ? (found as Schema[]) : [];
         const consts = branches.filter((b) => 'const' in b).map((b) => String(b.const));
-        fe = consts.length === branches.length ? notSupported(field, value, consts) : invalidValue(field, value, 'does not match any allowed form');
+        fe = consts.length > 0 && consts.length === branches.length ? notSupported(field, value, consts) : invalidValue(field, value, 'does not match any allowed form');
         break;
       }
       case 'minLength':
@@ -155,7 +163,7 @@ export function compileSchema(schema: TSchema): SchemaValidator {
       const warnings: string[] = [];
       if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
       if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
-      if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj)) errors.push(e);
+      if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj, plain)) errors.push(e);
       return { errors, warnings };
     },
   };

@@ -54,10 +54,10 @@ function groupVersions(resources: ResourceDefinition[]): GroupVersion[] {
 function legacyResources(gv: GroupVersion): unknown[] {
   return gv.resources.flatMap((r) => {
     const storageVersionHash = createHash('sha256').update(`${apiVersionOf(r)}/${r.kind}`).digest('base64').slice(0, 12);
-    const main: Record<string, unknown> = { name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: VERBS };
+    const main: Record<string, unknown> = { name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: r.verbs ?? VERBS };
     if (r.shortNames.length) main.shortNames = r.shortNames;
     if (r.categories.length) main.categories = r.categories;
-    main.storageVersionHash = storageVersionHash;
+    if (!r.verbs) main.storageVersionHash = storageVersionHash; // stored resources only (a review is never stored)
     const out: unknown[] = [main];
     if (r.statusSubresource) out.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: STATUS_VERBS });
     return out;
@@ -74,7 +74,7 @@ function aggregatedVersion(gv: GroupVersion): unknown {
         responseKind: { group: r.group, version: r.version, kind: r.kind },
         scope: r.namespaced ? 'Namespaced' : 'Cluster',
         singularResource: r.singular,
-        verbs: VERBS,
+        verbs: r.verbs ?? VERBS,
       };
       if (r.shortNames.length) out.shortNames = r.shortNames;
       if (r.categories.length) out.categories = r.categories;

@@ -1,6 +1,6 @@
 // A list body as a sequence of pieces instead of one string: the head (apiVersion, kind, metadata,
 // a Table's columns), then each element serialized only when the previous pieces have been taken,
-// so a LIST of 10,000 objects never exists as one 13 MB string (issue #10 item 19). Joined, the
+// so a LIST of 10,000 objects never exists as one 13 MB string (docs/benchmarks.md, LIST memory). Joined, the
 // pieces are byte for byte what JSON.stringify of the whole list gives (and with ?pretty, what
 // JSON.stringify(list, null, 2) + "\n" gives), the array being the last key, as the buffered
 // responses always had it.

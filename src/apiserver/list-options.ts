@@ -1,6 +1,6 @@
 // ListOptions of a list or watch request, validated the way apimachinery validates them, and the
 // continue tokens of paginated lists.
-import { invalidValue, notSupported, forbiddenField, type FieldError } from '../api/field-errors.js';
+import { notSupported, forbiddenField, type FieldError } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { ResourceDefinition } from '../api/resources.js';
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from './selectors.js';
@@ -93,8 +93,9 @@ export function parseListOptions(q: URLSearchParams, def: ResourceDefinition): L
   const ts = q.get('timeoutSeconds');
   let timeoutSeconds: number | undefined;
   if (ts !== null && ts !== '') {
-    if (!/^\d+$/.test(ts)) errs.push(invalidValue('timeoutSeconds', ts, 'must be a non-negative integer'));
-    else timeoutSeconds = Number(ts);
+    // A value that is not a number fails to decode, as in kube-apiserver: 400, like limit above.
+    if (!/^\d+$/.test(ts)) throw status.badRequest(`timeoutSeconds: invalid value "${ts}": must be a non-negative integer`);
+    timeoutSeconds = Number(ts);
   }
   if (errs.length) throw status.invalidOptions('ListOptions', errs);
   return {

@@ -9,7 +9,7 @@ import { RESOURCES, type ResourceDefinition } from '../api/resources.js';
 import * as status from '../api/status.js';
 import { forbiddenMessage, forbiddenDetails, impersonate, pathMatches, peerChainFromSocket, peerVerificationFromSocket, SYSTEM_MASTERS } from '../auth/index.js';
 import { ANONYMOUS_USER, type Attributes, type Authenticator, type Authorizer, type PeerVerification, type RuleResolver, type UserInfo } from '../auth/types.js';
-import { Registries } from '../registry/registries.js';
+import { Registries, type RegistriesOptions } from '../registry/registries.js';
 import type { ResourceStrategy } from '../registry/strategy.js';
 import { DEFAULT_CLUSTER, type Store } from '../storage/types.js';
 import type { Logger } from '../metrics/logger.js';
@@ -20,7 +20,7 @@ import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
-import { sendStatus } from './respond.js';
+import { send, sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
 import type { WriteObserver } from '../attribution/sandbox.js';
 import { reviewOf, serveReview } from './reviews.js';
@@ -57,6 +57,8 @@ export interface ServerConfig {
   strategies?: Record<string, ResourceStrategy>;
   /** The sandbox's namespace lifecycle (namespaces must exist, kube-root-ca.crt); on when namespaces are served. */
   namespaceLifecycle?: { rootCAPem: string };
+  /** Without the sandbox: the hosting cluster's NamespaceLifecycle admission (src/admission/namespace-lifecycle.ts). */
+  namespaceAdmission?: RegistriesOptions['namespaceAdmission'];
   minRequestTimeoutSeconds?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
@@ -98,7 +100,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     maxRequestBytes,
   };
   const resources = cfg.resources ?? RESOURCES;
-  const registries = new Registries(store, resources, { strategies: cfg.strategies, namespaceLifecycle: cfg.namespaceLifecycle });
+  const registries = new Registries(store, resources, { strategies: cfg.strategies, namespaceLifecycle: cfg.namespaceLifecycle, namespaceAdmission: cfg.namespaceAdmission });
   const discovery: DiscoveryDocs = buildDiscovery(resources, cfg.version);
   const openapi = buildOpenAPIDocuments(resources, { title: 'reverser-apiserver', version: cfg.version.gitVersion ?? 'v0.0.0' });
 
@@ -331,6 +333,13 @@ async function serveResource(
 ): Promise<void> {
   const registry = ctx.registries.lookup(info.apiGroup, info.apiVersion, info.resource);
   if (!registry) {
+    if (isCRDList(info, req.method) && ctx.cfg.namespaceLifecycle) {
+      // The sandbox is a cluster without CustomResourceDefinitions, and says so: kubectl asks before
+      // validating a kind whose OpenAPI has no PATCH operation (a create-only RepositoryScan), and
+      // would otherwise refuse `kubectl create -f` with "failed to check CRD".
+      send(reply, 200, { kind: 'CustomResourceDefinitionList', apiVersion: 'apiextensions.k8s.io/v1', metadata: { resourceVersion: '0' }, items: [] });
+      return;
+    }
     const review = reviewOf(info);
     if (review) return serveReview({ authorizer: ctx.cfg.authorizer, rules: ctx.cfg.rules, alwaysAllowPaths: ctx.cfg.alwaysAllowPaths }, req, reply, info, review, user);
     throw status.pathNotFound();
@@ -342,6 +351,8 @@ async function serveResource(
   const method = req.method === 'HEAD' ? 'GET' : req.method;
   if (info.cluster === '*' && method !== 'GET') throw status.badRequest('writes are not allowed through the wildcard cluster "*"');
   if (def.namespaced && !info.namespace && (info.name || method !== 'GET')) throw status.methodNotAllowed();
+  // A create-only review (RepositoryScan): every other verb is refused as kube refuses it for TokenReview.
+  if (def.verbs && !(method === 'POST' && !info.name && !info.subresource && !info.legacyWatch && def.verbs.includes('create'))) throw status.methodNotAllowed();
   const observer = ctx.cfg.writeObserver?.observes(def) ? ctx.cfg.writeObserver.observe : undefined;
   const h: HandlerContext = { req, reply, info, query, registry, user, impersonator, state: ctx.state, observeWrite: observer };
   if (info.legacyWatch) {
@@ -369,6 +380,10 @@ async function serveResource(
     default:
       throw status.methodNotAllowed();
   }
+}
+
+function isCRDList(info: RequestInfo, method: string): boolean {
+  return info.apiGroup === 'apiextensions.k8s.io' && info.apiVersion === 'v1' && info.resource === 'customresourcedefinitions' && !info.name && !info.namespace && method === 'GET' && !info.subresource;
 }
 
 export type { Ctx as ServerContext };

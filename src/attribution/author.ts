@@ -1,4 +1,4 @@
-// How a Kubernetes identity becomes a commit author (design §3, upstream digest §4.3). One function
+// How a Kubernetes identity becomes a commit author (docs/api.md#commitrequest, docs/attribution.md). One function
 // for both ways an identity reaches a commit: a CommitRequest's submitter, and the user of the
 // audit fact that produced a mirrored change. Display name and email come from the identity's
 // configbutler.ai/claims/* extras when well-formed, else the username with an email derived from it.

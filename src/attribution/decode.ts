@@ -1,8 +1,8 @@
 // From kube-apiserver's audit EventList (audit.k8s.io/v1, webhook batch mode) to attribution facts:
-// the accept gate of upstream digest §5.1, in order, and the identity backfill. An event that fails
+// the accept gate (docs/attribution.md), in order, and the identity backfill. An event that fails
 // a check is counted under that check's outcome and dropped; the rest of its list still counts.
 //
-// Decisions beyond the digest:
+// Decisions of our own:
 // - Subresources: only `scale` is accepted (it changes spec.replicas, which the mirror keeps).
 //   `status` and every other subresource are rejected: the mirror drops status, so a status write
 //   never becomes a mirrored change that needs an author, and accepting them would let a
@@ -17,7 +17,7 @@ import type { AuditFact, AuditUser, FactVerb } from './types.js';
 export const AUDIT_API_VERSION = 'audit.k8s.io/v1';
 /** A deletecollection fact keeps at most this many uids (the rest are joined by the weaker tiers). */
 export const DELETECOLLECTION_UID_CAP = 10_000;
-/** The identity extras a fact keeps (OIDC claim mappings, upstream digest §5.6); others are dropped. */
+/** The identity extras a fact keeps (OIDC claim mappings, docs/attribution.md); others are dropped. */
 export const DISPLAY_NAME_EXTRA = 'configbutler.ai/claims/display-name';
 export const EMAIL_EXTRA = 'configbutler.ai/claims/email';
 const MAX_GROUPS = 64;
@@ -67,7 +67,7 @@ function cut(s: string): string {
   return s.length > MAX_FIELD ? s.slice(0, MAX_FIELD) : s;
 }
 
-/** The effective user: the impersonated one when present (digest §5.1). */
+/** The effective user: the impersonated one when present (docs/attribution.md). */
 function effectiveUser(ev: Obj): AuditUser | undefined {
   const u = isObj(ev.impersonatedUser) && str(ev.impersonatedUser.username) ? ev.impersonatedUser : isObj(ev.user) ? ev.user : undefined;
   const username = u ? str(u.username) : '';
@@ -127,14 +127,14 @@ export function factFromEvent(item: unknown, route: string): { outcome: EventOut
   const responseRV = str(meta(res).resourceVersion);
   if (verb === 'create' || verb === 'update' || verb === 'patch') {
     // Needs level RequestResponse for the request and response objects; without them the request
-    // side falls back to the objectRef (what the URL or body named), as the digest says.
+    // side falls back to the objectRef (what the URL or body named), as docs/attribution.md says.
     const requestRV = str(meta(req).resourceVersion) || str(ref.resourceVersion);
     if (responseRV !== '' && requestRV === responseRV) return { outcome: 'unchanged_resource_version' };
   }
   const user = effectiveUser(ev);
   if (!user) return { outcome: 'no_user' };
 
-  // Backfill (digest §5.1): the response describes the object for writes; for a delete it is the
+  // Backfill (docs/attribution.md): the response describes the object for writes; for a delete it is the
   // deleted object or a Status naming it, and the request (DeleteOptions) may carry a uid precondition.
   const resMeta = meta(res);
   const reqMeta = meta(req);

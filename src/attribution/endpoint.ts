@@ -2,7 +2,7 @@
 // EventLists here, over its own HTTPS port, and only with a client certificate that chains to the
 // audit CA (--audit-client-ca-file): the TLS handshake refuses every other client, so nothing
 // anonymous ever reaches a handler. The CA is a shared trust boundary, not tenant isolation: any
-// holder of such a certificate may post for any route (upstream digest §5.1).
+// holder of such a certificate may post for any route (docs/attribution.md).
 //
 //   POST /audit-webhook/<route>   the route of a source cluster (one DNS-subdomain segment)
 //   POST /audit-webhook           the hosting cluster (route HOSTING_ROUTE)

@@ -1,7 +1,7 @@
 // AttributionFacts on the Store's expiring records (storage/types.ts putRecords): every replica on
 // the same backend sees the same facts, a restart keeps them, and they expire after the TTL
 // (--audit-fact-ttl). One record space per audit route; within it, each fact is filed under every
-// key the join may ask for (upstream digest §5.2), all in one atomic batch per post:
+// key the join may ask for (docs/attribution.md), all in one atomic batch per post:
 //
 //   e:<group/resource>:<uid>:<rv>   exact: this request produced this version (first claim wins)
 //   w:<group/resource>:<uid>        the latest write (create/update/patch) by resourceVersion
@@ -11,7 +11,7 @@
 //   m:<group/resource>:<uid>        a uid that deletecollection removed → the key of its c: record
 //
 // Write facts and removal facts never share a key, so a deletion fact is never replaced by a write
-// fact (digest §5.6). `find` is one MGET, plus one GET when a deletecollection matched.
+// fact (docs/attribution.md). `find` is one MGET, plus one GET when a deletecollection matched.
 
 import { recordKey } from '../storage/keys.js';
 import type { RecordWrite, Store } from '../storage/types.js';

@@ -1,4 +1,4 @@
-// The join (issue #15 item 3, upstream digest §5.6): which audit fact names the author of a
+// The join (docs/attribution.md): which audit fact names the author of a
 // mirrored change. This file decides the keys and the outcome of one lookup; the waiting (the
 // durable staging list, the grace, the order) lives with the commit windows, which own the record
 // the staged changes are kept in (controllers/windows/staging.ts).
@@ -7,6 +7,7 @@ import { authorOfIdentity, UNRESOLVED_AUTHOR, type AuthorIdentity } from './auth
 import { DEFAULT_CLUSTER } from '../storage/types.js';
 import { sandboxRoute } from './sandbox.js';
 import { HOSTING_ROUTE, type AttributionFacts, type FactMatch, type FactQuery, type FactTier } from './types.js';
+import type { GitTargetSpec } from '../api/gittarget.js';
 
 /** The `tier` label values of reverser_attribution_joins_total: every fact tier, and `unresolved`. */
 export type JoinTier = FactTier | 'unresolved';
@@ -66,7 +67,7 @@ const CLUSTER_ANNOTATION = 'kcp.io/cluster';
  * this server's sandbox, or the hosting cluster's audit route when the audit listener is enabled.
  */
 export function effectiveRoute(gt: KubeObject | undefined, auditListener: boolean, sandboxSource = false): string | undefined {
-  const spec = gt?.spec as { attribution?: { auditRoute?: string }; source?: unknown } | undefined;
+  const spec = gt?.spec as GitTargetSpec | undefined;
   if (!spec) return undefined;
   if (spec.attribution?.auditRoute) return spec.attribution.auditRoute;
   if (spec.source) return undefined;

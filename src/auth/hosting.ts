@@ -139,12 +139,13 @@ export class HostingClient {
   }
 
   /**
-   * Streams a watch (`?watch=true`), calling onEvent per JSON line; resolves when the stream ends.
-   * Not bounded by the request timeout (watches are long), only by `abort`.
+   * Streams a watch (`?watch=true`), on the hosting cluster or in logical cluster `cluster`, calling
+   * onEvent per JSON line; resolves when the stream ends. Not bounded by the request timeout
+   * (watches are long), only by `abort`.
    */
-  async watch(path: string, onEvent: (ev: { type: string; object: unknown }) => void, abort: AbortSignal): Promise<void> {
+  async watch(path: string, onEvent: (ev: { type: string; object: unknown }) => void, abort: AbortSignal, cluster?: string): Promise<void> {
     const auth = await this.authorization();
-    const u = this.url(path);
+    const u = this.url(path, cluster);
     const mod = u.protocol === 'http:' ? http : https;
     await new Promise<void>((resolve, reject) => {
       const headers: Record<string, string> = { Accept: 'application/json' };

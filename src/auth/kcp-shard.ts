@@ -2,7 +2,7 @@
 // virtual-resource backend over the shard's client certificate without saying who the caller is;
 // kcp main stamps the caller into X-Remote-*. A request that carries only the shard's own identity
 // therefore acts for an unknown person: it may do what the shard is granted, but it must never
-// name a commit author (design §9.5), whatever the shard's groups (even system:masters).
+// name a commit author (docs/kcp.md), whatever the shard's groups (even system:masters).
 import type { Attributes, AuthorizationResult, Authorizer } from './types.js';
 import { ASSERT_AUTHOR_VERB } from './assert-author.js';
 

@@ -2,7 +2,7 @@
 // over a connection whose client certificate chains to the requestheader CA and whose CN is allowed;
 // in every other case they are ignored, and always reported as consumed so the server strips them.
 import type { AuthnRequest, AuthnResult, Authenticator, UserInfo } from './types.js';
-import { ChainVerifier, DynamicCA, subjectValues } from './x509.js';
+import { ChainVerifier, type DynamicCA, subjectValues } from './x509.js';
 import { DEFAULT_REQUESTHEADER } from './options.js';
 
 export interface RequestHeaderConfig {

@@ -16,6 +16,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`v${ownVersion()} (Kubernetes API ${KUBERNETES_API_LEVEL}; /version gitVersion ${versionInfo().gitVersion})\n`);
     return 0;
   }
+  if (cmd === 'analyze') {
+    const { runAnalyze } = await import('./analyze.js');
+    return runAnalyze(rest);
+  }
   if (cmd === 'kubeconfig') {
     const { runKubeconfig } = await import('./kubeconfig.js');
     try {
@@ -45,14 +49,35 @@ async function main(argv: string[]): Promise<number> {
   }
   const [{ serve }, { createLogger }] = await Promise.all([import('./serve.js'), import('../metrics/logger.js')]);
   const log = createLogger(opts.logLevel);
+  // Signals are caught from before start-up: Ctrl-C while the server starts (the default action
+  // would kill it holding the data-dir lock) stops it as soon as it has started. One Ctrl-C under
+  // `npm start` arrives twice (the terminal signals the process group, and npm forwards it to its
+  // child): a repeat within a second is the same one. A later second signal exits at once (the lock
+  // of a dead process is taken over by the next start, same host).
+  let pending: string | undefined;
+  let onSignal = (sig: string) => {
+    pending = sig;
+  };
+  let firstSignalAt: number | undefined;
+  const handler = (sig: string) => () => {
+    if (firstSignalAt !== undefined) {
+      if (Date.now() - firstSignalAt < 1000) return;
+      log.warn('second signal: exiting without a clean stop', { signal: sig });
+      process.exit(130);
+    }
+    firstSignalAt = Date.now();
+    onSignal(sig);
+  };
+  process.on('SIGTERM', handler('SIGTERM'));
+  process.on('SIGINT', handler('SIGINT'));
   const running = await serve(opts, log);
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       log.info('shutting down', { signal: sig });
       void running.stop().then(resolve, resolve);
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    if (pending) stop(pending);
+    else onSignal = stop;
   });
   return 0;
 }

@@ -2,6 +2,7 @@
 // operators recognise them. Unknown or invalid flags fail with a message naming the flag.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
@@ -12,6 +13,7 @@ import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type
 import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
+import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 
 export class FlagError extends Error {}
@@ -31,10 +33,19 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'tls-private-key-file', description: 'Private key of --tls-cert-file (PEM).' },
   { name: 'storage', description: 'Storage backend: embedded (in memory, persisted under --data-dir) or redis.', default: 'embedded' },
   { name: 'redis-url', description: 'Redis URL (redis:// or rediss://) for --storage=redis.', default: 'redis://127.0.0.1:6379' },
+  {
+    name: 'redis-password-file',
+    description:
+      'File holding the Redis password (e.g. a mounted Secret key; one trailing newline is ignored). Without it the environment variable REDIS_PASSWORD is used when set. Not both with a password in --redis-url.',
+  },
   { name: 'redis-key-prefix', description: 'Prefix of every Redis key: 1..128 characters of [A-Za-z0-9._:-], trailing ":" trimmed.', default: DEFAULT_KEY_PREFIX },
   { name: 'event-log-retention', description: 'Events kept per resource for watch resumption; older resourceVersions get 410 Expired.', default: String(DEFAULT_EVENT_LOG_RETENTION) },
   { name: 'kubeconfig', description: 'kubeconfig of the hosting cluster (TokenReview, SubjectAccessReview, APIService); in-cluster config in a Pod.' },
   { name: 'max-request-bytes', description: 'Largest request body in bytes; a patch may not make an object larger either (413 RequestEntityTooLarge).', default: '3145728' },
+  { name: 'max-gittargets-per-namespace', description: 'GitTargets one namespace may hold; a create beyond answers 403 "exceeded quota" (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.perNamespace) },
+  { name: 'max-gittargets-per-cluster', description: 'GitTargets one logical cluster (kcp workspace) may hold (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.perCluster) },
+  { name: 'max-streams-per-gittarget', description: 'Source list+watch streams one GitTarget may open: one per spec.resources entry, or per namespace listed in it (0: unlimited).', default: String(DEFAULT_GITTARGET_QUOTAS.streamsPerGitTarget) },
+  { name: 'max-streams-per-namespace', description: "Source streams of all of one namespace's GitTargets together (0: unlimited).", default: String(DEFAULT_GITTARGET_QUOTAS.streamsPerNamespace) },
   { name: 'idle-connection-timeout', description: 'Seconds after which an HTTP/2 connection without open streams, or an HTTP/1.1 connection without a request in progress, is closed; also the time a request body has to arrive.', default: '90' },
   { name: 'tls-handshake-timeout', description: 'Seconds a client has to complete the TLS handshake.', default: '10' },
   { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
@@ -93,6 +104,8 @@ export interface ServeOptions {
   tlsKeyFile?: string;
   storage: 'embedded' | 'redis';
   redisUrl: string;
+  /** From --redis-password-file or REDIS_PASSWORD; never logged. */
+  redisPassword?: string;
   redisKeyPrefix: string;
   eventLogRetention: number;
   kubeconfig?: string;
@@ -100,6 +113,8 @@ export interface ServeOptions {
   kcpServerURL?: string;
   minRequestTimeoutSeconds: number;
   maxRequestBytes: number;
+  /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
+  quotas: GitTargetQuotas;
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
@@ -146,15 +161,16 @@ export function helpText(): string {
     '  reverser-apiserver serve [flags]   run the API server',
     '  reverser-apiserver sandbox [flags] run only the sandbox (a small Kubernetes core) and write <data-dir>/sandbox.kubeconfig;',
     '                                     same flags as serve (--authorization-mode defaults to AlwaysAllow)',
+    '  reverser-apiserver analyze <repo>  may these folders become GitTargets, and if not, why (analyze --help)',
     '  reverser-apiserver kubeconfig --user NAME [--group G]... [-o FILE]',
     '                                     write a kubeconfig for a user, signed by the dev CA (kubeconfig --help)',
     '  reverser-apiserver version         print the version',
     '  reverser-apiserver --help          this text',
     '',
-    'Flags of serve:',
+    'Flags of serve (a boolean flag alone means true, as --flag=true):',
   ];
   for (const f of allServeFlags()) {
-    lines.push(`  --${f.name}${f.default !== undefined && f.default !== '' ? ` (default ${JSON.stringify(f.default)})` : ''}`);
+    lines.push(`  --${f.name}${BOOLEAN_FLAGS.has(f.name) ? '[=true|false]' : ''}${f.default !== undefined && f.default !== '' ? ` (default ${JSON.stringify(f.default)})` : ''}`);
     lines.push(`      ${f.description}`);
   }
   return `${lines.join('\n')}\n`;
@@ -166,13 +182,64 @@ function int(values: Record<string, string | undefined>, name: string, min: numb
   return Number(v);
 }
 
-/** Flags that may be given bare (`--sandbox`) to mean true, as Go's boolean flags. */
-const BOOLEAN_FLAGS = new Set(['sandbox', 'allow-insecure-credentials', 'allow-file-repositories']);
+/**
+ * Boolean flags: like kube's (pflag), `--flag` alone means true, and `--flag=<v>` takes what Go's
+ * strconv.ParseBool takes (1, t, T, TRUE, true, True; 0, f, F, FALSE, false, False).
+ */
+export const BOOLEAN_FLAGS: ReadonlySet<string> = new Set([
+  'sandbox', 'register-apiservice', 'authentication-skip-lookup', 'authentication-tolerate-lookup-failure', 'rbac-bootstrap-roles',
+  'allow-insecure-credentials', 'allow-file-repositories',
+]);
+const PARSE_BOOL: Record<string, string> = Object.fromEntries([
+  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((v) => [v, 'true']),
+  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((v) => [v, 'false']),
+]);
+
+/** `--flag` → `--flag=true`, `--flag=T` → `--flag=true` for BOOLEAN_FLAGS; other arguments as given. */
+function normalizeBooleanFlags(argv: string[]): string[] {
+  return argv.map((a) => {
+    const m = /^--([^=]+)(?:=(.*))?$/s.exec(a);
+    if (!m || !BOOLEAN_FLAGS.has(m[1]!)) return a;
+    if (m[2] === undefined) return `--${m[1]}=true`;
+    const v = PARSE_BOOL[m[2]];
+    return v ? `--${m[1]}=${v}` : a;
+  });
+}
 
 function bool(name: string, v: string): boolean {
   if (v === 'true') return true;
   if (v === 'false') return false;
   throw new FlagError(`--${name}: must be true or false, got ${JSON.stringify(v)}`);
+}
+
+/**
+ * The Redis password from a file (--redis-password-file) or REDIS_PASSWORD, so it can come from a
+ * Secret instead of the Deployment's args. Errors name the flag or variable, never the content.
+ */
+function readRedisPassword(file: string | undefined, redisUrl: string): string | undefined {
+  let password: string | undefined;
+  let from: string;
+  if (file) {
+    from = '--redis-password-file';
+    try {
+      password = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (e) {
+      throw new FlagError(`--redis-password-file: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  } else {
+    from = 'REDIS_PASSWORD';
+    password = process.env.REDIS_PASSWORD || undefined;
+  }
+  if (password === undefined) return undefined;
+  if (password === '' || /[\r\n]/.test(password)) throw new FlagError(`${from}: the password must be one non-empty line`);
+  let inUrl = false;
+  try {
+    inUrl = new URL(redisUrl).password !== '';
+  } catch {
+    // --redis-url is checked on its own
+  }
+  if (inUrl) throw new FlagError(`${from}: --redis-url carries a password too; give it in one place only`);
+  return password;
 }
 
 export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): ServeOptions {
@@ -182,7 +249,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     const authz = flags.find((f) => f.name === 'authorization-mode');
     if (authz) authz.default = 'AlwaysAllow';
   }
-  argv = argv.map((a) => (BOOLEAN_FLAGS.has(a.replace(/^--/, '')) && a.startsWith('--') ? `${a}=true` : a));
+  argv = normalizeBooleanFlags(argv);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
@@ -212,6 +279,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   }
   const redisUrl = values['redis-url']!;
   if (!/^rediss?:\/\//.test(redisUrl)) throw new FlagError(`--redis-url: must start with redis:// or rediss://, got ${JSON.stringify(redisUrl)}`);
+  const redisPassword = readRedisPassword(values['redis-password-file'], redisUrl);
   if (explicit('tls-cert-file') !== explicit('tls-private-key-file')) {
     throw new FlagError('--tls-cert-file and --tls-private-key-file must be given together');
   }
@@ -231,6 +299,12 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     throw new FlagError(`--controllers: ${(e as Error).message}`);
   }
   const maxRequestBytes = int(values, 'max-request-bytes', 1024, 1024 * 1024 * 1024);
+  const quotas: GitTargetQuotas = {
+    perNamespace: int(values, 'max-gittargets-per-namespace', 0, 1_000_000),
+    perCluster: int(values, 'max-gittargets-per-cluster', 0, 10_000_000),
+    streamsPerGitTarget: int(values, 'max-streams-per-gittarget', 0, 1_000_000),
+    streamsPerNamespace: int(values, 'max-streams-per-namespace', 0, 10_000_000),
+  };
   const duration = (name: string, min: number, max: number): number => {
     const ms = parseDuration(values[name]!);
     if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
@@ -293,12 +367,14 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     tlsKeyFile: values['tls-private-key-file'],
     storage,
     redisUrl,
+    redisPassword,
     redisKeyPrefix,
     eventLogRetention,
     kubeconfig: values['kubeconfig'],
     kcpServerURL: auth.authz.hosting?.kcpServerURL ?? auth.authn.hosting?.kcpServerURL,
     minRequestTimeoutSeconds,
     maxRequestBytes,
+    quotas,
     connections,
     logLevel,
     committer,

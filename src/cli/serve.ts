@@ -7,8 +7,12 @@ import { ensureDevPKI, kubeconfigYAML } from '../certs/dev-pki.js';
 import { createStore, type Store } from '../storage/index.js';
 import { lockDataDir } from '../storage/data-dir-lock.js';
 import { createLogger, type Logger } from '../metrics/logger.js';
+import { repositoryScanStrategy } from '../registry/repositoryscan-strategy.js';
+import { runRepositoryScan } from './repositoryscan.js';
+import { secretCredentials } from '../controllers/windows/credentials.js';
 import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
 import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
+import { withGitTargetQuotas } from '../registry/quota.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
 import { servedResources } from '../api/resources.js';
 import type { ServeOptions } from './options.js';
@@ -20,6 +24,7 @@ import { startRegistration, type RunningRegistration } from './registration.js';
 import { StoreFacts } from '../attribution/facts-store.js';
 import { createAuditMetrics } from '../attribution/metrics.js';
 import type { AttributionFacts } from '../attribution/types.js';
+import { startNamespaceAdmission } from './namespace-admission.js';
 import { sandboxFactRecorder } from '../attribution/sandbox.js';
 import { createLoopback, LOOPBACK_SERVER_NAME, LOOPBACK_USER } from '../auth/loopback.js';
 import { loopbackServingCertificate } from '../certs/dev-pki.js';
@@ -105,6 +110,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     storage: opts.storage,
     dataDir: join(opts.dataDir),
     redisUrl: opts.redisUrl,
+    redisOptions: opts.redisPassword ? { password: opts.redisPassword } : undefined,
     redisKeyPrefix: opts.redisKeyPrefix,
     eventLogRetention: opts.eventLogRetention,
     warn: (m, f) => log.warn(m, f),
@@ -117,10 +123,13 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
         egress: opts.tenantInput.egress, allowInsecureCredentials: opts.tenantInput.allowInsecureCredentials, allowFileRepositories: opts.tenantInput.allowFileRepositories,
       }),
     ));
+  // Declared before the server is built: the RepositoryScan strategy reads the controllers' credentials once they run.
+  let controllers: RunningControllers | undefined;
   const metrics = createServerMetrics();
   const auditMetrics = createAuditMetrics(metrics.registry);
   const facts = new StoreFacts({ store, ttlMs: opts.audit.factTtlMs, metrics: auditMetrics });
   let registration: RunningRegistration | undefined;
+  const namespaceAdmission = await startNamespaceAdmission(opts, log);
   const server = await buildServer({
     store,
     tls: {
@@ -138,8 +147,17 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     log,
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
-    strategies: { commitrequests: commitRequestStrategy(authz.authorizer), gittargets: gitTargetStrategy(authz.authorizer) },
+    strategies: {
+      commitrequests: commitRequestStrategy(authz.authorizer),
+      gittargets: withGitTargetQuotas(gitTargetStrategy(authz.authorizer), store, opts.quotas),
+      repositoryscans: repositoryScanStrategy(
+        authz.authorizer,
+        // The controllers' own reader once they run (hosting cluster, kcp workspace); the store's before.
+        runRepositoryScan({ store, engine: git, credentials: (o) => (controllers?.credentials ?? secretCredentials(store))(o) }),
+      ),
+    },
     namespaceLifecycle: opts.sandbox ? { rootCAPem } : undefined,
+    namespaceAdmission: namespaceAdmission?.admit,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     metrics,
     healthChecks: opts.registration.enabled
@@ -192,7 +210,6 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     : undefined;
   // Start-up step: the controllers, once the API serves and before the process reports ready (they read and write through the same store).
   // The standalone sandbox runs none: it is a stand-in cluster, not a reverser-apiserver.
-  let controllers: RunningControllers | undefined;
   if (opts.mode === 'serve' && opts.controllers.size > 0) {
     const { startControllers } = await import('../controllers/index.js');
     const { defaultSourceConfig } = await import('../controllers/source/index.js');
@@ -253,6 +270,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       await controllers?.stop();
       registration?.stop();
       await server.close();
+      namespaceAdmission?.stop();
       if (engine) await (await engine).close();
       authn.close();
       authz.close();

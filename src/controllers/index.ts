@@ -1,4 +1,4 @@
-// The controllers that run inside the server process (design §7), started by serve() after the
+// The controllers that run inside the server process (docs/architecture.md), started by serve() after the
 // API listens. Each reads our objects from the Store (informers), writes their status through the
 // registry as the system identity (client.ts), and commits through the git engine worker; `--controllers` picks which run (a replica may run API-only).
 import type { Registry as MetricsRegistry } from 'prom-client';
@@ -10,12 +10,15 @@ import { createControllerMetrics } from './metrics.js';
 import { Informer, LeaseKeeper } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
+import type { KubeObject } from '../storage/types.js';
+import type { GitCredentials } from '../git/repository-url.js';
 import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AttributionConfig } from '../attribution/join.js';
+import type { GitTargetSpec } from '../api/gittarget.js';
 import { EgressPolicy, type EgressOptions } from '../net/egress.js';
 import type { Authorizer } from '../auth/types.js';
 import { AuthorityVerifier } from './authority/verifier.js';
@@ -67,6 +70,8 @@ export interface RunningControllers {
   sink: WindowSink | undefined;
   gitTargets: Informer;
   authority: AuthorityVerifier | undefined;
+  /** A GitTarget-shaped object's git credentials, from where this replica reads them (store, hosting cluster, kcp workspace). */
+  credentials: (obj: KubeObject) => Promise<GitCredentials | undefined>;
   stop(): Promise<void>;
 }
 
@@ -113,7 +118,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     const folderListing = async (key: TargetKey): Promise<ObjectRef[] | undefined> => {
       const gt = gitTargets.get(`${key.cluster}/${key.namespace}/${key.name}`);
       if (!gt || gt.metadata.uid !== key.uid || !engine.listFolder) return undefined;
-      const spec = gt.spec as { repository: { url: string }; branch: string; path: string };
+      const spec = gt.spec as GitTargetSpec; // stored objects were validated against its schema
       return engine.listFolder({ repository: { url: spec.repository.url, credentials: await credentials(gt), tenant: { cluster: key.cluster, namespace: key.namespace } }, branch: spec.branch, folder: spec.path });
     };
     const authority = deps.authority ? new AuthorityVerifier({ ...deps.authority, gitTargets, log: deps.log }) : undefined;
@@ -140,6 +145,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     sink,
     gitTargets,
     authority: verifier,
+    credentials,
     async stop() {
       gitTargets.stop();
       for (const s of stops) await s();

@@ -1,4 +1,4 @@
-// Controller metrics on the server's /metrics registry (design §7, issue #14 item 7).
+// Controller metrics on the server's /metrics registry (docs/architecture.md).
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { JOIN_TIERS } from '../attribution/join.js';
 

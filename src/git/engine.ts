@@ -2,13 +2,14 @@
 // commit with this author, committer and message, onto this repository and branch". Each attempt
 // re-reads the branch tip and re-applies the same changes onto it, so a foreign commit that lands
 // meanwhile ends up below ours, never rewritten or dropped; pushes are compare-and-swap, never forced.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { HttpClient } from 'isomorphic-git';
 import type { KubeObject } from '../model/object.js';
 import { GitEngineError, classifyError } from './errors.js';
-import { FolderIndex } from './folder-index.js';
+import { FolderIndex, identityOfKey } from './folder-index.js';
 import { IdentityCache } from './identity-cache.js';
 import { createHash } from 'node:crypto';
 import { createHttpClient } from './http-client.js';
@@ -22,6 +23,9 @@ import { EgressPolicy, type EgressOptions } from '../net/egress.js';
 import { FILE_REPOSITORIES_DISABLED, insecureCredentials } from '../model/destination.js';
 import { applyEdits, treeAt, type FileEdits } from './tree-edit.js';
 import type { ObjectStore } from './object-store.js';
+import type { Finding, FolderClaim, ScanReport } from '../analyzer/types.js';
+import { scanTree } from '../analyzer/scan.js';
+import { scanBranch } from './scan-source.js';
 
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from './committer.js';
 import { validateBranchName } from '../model/branch-name.js';
@@ -97,6 +101,17 @@ export interface FolderInput {
   folder: string;
 }
 
+/** A RepositoryScan's question: the acceptance gate over a branch of a repository. */
+export interface ScanInput {
+  repository: RepositoryInput;
+  /** Default: the repository's default branch. */
+  branch?: string;
+  /** '' or '.' is the root. */
+  path: string;
+  scope: 'folder' | 'repository';
+  claims?: FolderClaim[];
+}
+
 export type CommitResult =
   | { outcome: 'Committed'; sha: string; attempts: number; objectsWritten: number; timings?: CommitTimings }
   | { outcome: 'AlreadyPresent'; sha?: string; attempts: number };
@@ -167,7 +182,29 @@ export class GitEngine {
         const folder = normalizeTargetPath(input.folder);
         const index = this.folderIndex(repo, folder);
         await index.update(await treeAt(repo.store, base ? await repo.store.commitTree(base) : undefined, folder));
-        return index.allKeys().map(refOfKey);
+        return index.allKeys().map(identityOfKey);
+      } catch (e) {
+        throw classifyError(e, repo.display);
+      }
+    });
+  }
+
+  /**
+   * The acceptance gate's verdict on a branch of a repository, read through the same cached clone
+   * and rules as commits (a served RepositoryScan). A local: repository that does not exist is an
+   * empty one: scanning never creates it.
+   */
+  async scan(input: ScanInput): Promise<ScanReport> {
+    const bad = validateRepositoryURL(input.repository.url) ?? (input.branch !== undefined ? validateBranchName(input.branch) : undefined) ?? validateTargetPath(input.path);
+    if (bad) throw new GitEngineError('Invalid', bad);
+    const opts = { path: normalizeTargetPath(input.path), scope: input.scope, claims: input.claims, repository: input.repository.url };
+    const loc = parseRepositoryURL(input.repository.url, this.opts.dataDir, input.repository.tenant);
+    if (loc.kind === 'local' && !existsSync(join(loc.gitdir!, 'HEAD'))) return scanTree({ files: async () => [], read: async () => Buffer.alloc(0) }, { ...opts, branch: input.branch, branchExists: false });
+    const repo = this.repository(input.repository);
+    return this.serialized(repo.key, async () => {
+      try {
+        const branch = input.branch ?? (await repo.defaultBranch()) ?? 'main';
+        return await scanBranch(repo, branch, opts);
       } catch (e) {
         throw classifyError(e, repo.display);
       }
@@ -277,7 +314,7 @@ export class GitEngine {
       let cache = this.identityCaches.get(repo.key);
       if (!cache) {
         const name = createHash('sha256').update(repo.key).digest('hex').slice(0, 24);
-        this.identityCaches.set(repo.key, (cache = new IdentityCache(join(this.opts.dataDir, 'cache', 'identities', `${name}.log`))));
+        this.identityCaches.set(repo.key, (cache = new IdentityCache(join(this.opts.dataDir, 'cache', 'analyses', `${name}.log`))));
       }
       this.indexes.set(key, (idx = new FolderIndex(repo.store, cache, folder)));
     }
@@ -291,6 +328,9 @@ export class GitEngine {
     const baseTree = base ? await store.commitTree(base) : undefined;
     const index = this.folderIndex(repo, folder);
     await index.update(await treeAt(store, baseTree, folder));
+    // The acceptance gate (src/analyzer/): a folder the writer could not own faithfully gets no byte.
+    const refused = index.refusal();
+    if (refused.length) throw new GitEngineError('FolderRefused', refusalMessage(folder, refused));
 
     const perFile = new Map<string, FileEdit>();
     const editOf = (path: string): FileEdit => {
@@ -339,10 +379,13 @@ export class GitEngine {
   }
 }
 
-/** `group|kind|namespace|name` (identityKey) back to a reference; see listFolder for the apiVersion. */
-function refOfKey(key: string): ObjectRef {
-  const [group, kind, namespace, ...name] = key.split('|');
-  return { apiVersion: group ? `${group}/` : '', kind, ...(namespace ? { namespace } : {}), name: name.join('|') };
+const REFUSAL_FINDINGS_SHOWN = 5;
+
+/** "folder x fails the acceptance gate: Reason file: message; ..." (the first few findings, then a count). */
+export function refusalMessage(folder: string, findings: readonly Finding[]): string {
+  const shown = findings.slice(0, REFUSAL_FINDINGS_SHOWN).map((f) => `${f.reason}${f.file ? ` ${f.file}` : ''}: ${f.message}`);
+  const more = findings.length > REFUSAL_FINDINGS_SHOWN ? `; and ${findings.length - REFUSAL_FINDINGS_SHOWN} more (reverser-apiserver analyze lists them all)` : '';
+  return `folder ${folder || '.'} fails the acceptance gate, nothing was committed: ${shown.join('; ')}${more}`;
 }
 
 async function blobAt(store: ObjectStore, root: string | undefined, path: string): Promise<string | undefined> {

@@ -9,6 +9,7 @@ export type GitErrorReason =
   | 'LeaseLost' // this process lost the (repository, branch) lease; it stopped writing
   | 'Rejected' // the server refused the push for another reason (a hook, a protected branch)
   | 'Invalid' // bad input: URL, branch, folder or object
+  | 'FolderRefused' // the folder fails the acceptance gate (src/analyzer): nothing is committed into it
   | 'EgressDenied' // the remote's address is refused by the egress policy (src/net/egress.ts)
   | 'InsecureCredentials'; // credentials would go over plain http:// (--allow-insecure-credentials not set)
 

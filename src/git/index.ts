@@ -1,4 +1,4 @@
-// Public surface of the git engine (design §6). Controllers import from here.
+// Public surface of the git engine (docs/git-engine.md). Controllers import from here.
 export {
   GitEngine,
   DEFAULT_COMMITTER_EMAIL,

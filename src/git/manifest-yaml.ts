@@ -1,4 +1,4 @@
-// One YAML encoder for every file the engine writes (design §6, digest §2): new files and in-place
+// One YAML encoder for every file the engine writes (docs/git-engine.md): new files and in-place
 // edits both go through the `yaml` Document API with the same options, so a create followed by an
 // update diffs only the lines that changed. Edits merge into the parsed document, which keeps the
 // comments, key order and the other documents of a multi-document file.

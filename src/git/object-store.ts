@@ -4,6 +4,7 @@
 import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
 import { FileSystem } from 'isomorphic-git/models';
+import { PackReader } from './pack-reader.js';
 import { hashObject, parseTree, serializeTree, writeObjects, type ObjectType, type PendingObject, type TreeEntry } from './objects.js';
 
 // Wrapped once: isomorphic-git otherwise re-probes the fs flavour (a file read) on every call.
@@ -20,7 +21,12 @@ export class ObjectStore {
   private pending = new Map<string, PendingObject>();
   private readonly commitTrees = new Map<string, string>();
 
-  constructor(readonly gitdir: string) {}
+  /** Packed objects through native zlib (pack-reader.ts); loose ones through isomorphic-git. */
+  private readonly packs: PackReader;
+
+  constructor(readonly gitdir: string) {
+    this.packs = new PackReader(gitdir);
+  }
 
   async readTree(oid: string): Promise<TreeEntry[]> {
     const hit = this.trees.get(oid);
@@ -56,6 +62,11 @@ export class ObjectStore {
   }
 
   private async readRaw(oid: string, expected: ObjectType): Promise<Buffer> {
+    const packed = this.packs.read(oid);
+    if (packed) {
+      if (packed.type !== expected) throw new Error(`object ${oid} is a ${packed.type}, expected a ${expected}`);
+      return packed.object;
+    }
     const { type, object } = await git.readObject({ fs, gitdir: this.gitdir, oid, format: 'content', cache: this.gitCache });
     if (type !== expected) throw new Error(`object ${oid} is a ${type}, expected a ${expected}`);
     const bytes = object as Uint8Array;

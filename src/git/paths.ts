@@ -1,4 +1,4 @@
-// File layout in the repository (design §6, digest §3.1).
+// File layout in the repository (docs/git-engine.md).
 import { normalizeTargetPath, validateTargetPath } from '../model/destination.js';
 
 // The folder rules live in the shared model (the API validates GitTargets with them); re-exported here.

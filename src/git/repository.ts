@@ -25,6 +25,8 @@ export interface Repository {
   readonly display: string;
   readonly store: ObjectStore;
   sync(branch: string): Promise<BranchState>;
+  /** The default branch's name (HEAD's target), when the repository has one. */
+  defaultBranch(): Promise<string | undefined>;
   /** Moves `branch` from `expected` to `commit`; `fence` runs last, just before the update is sent. */
   push(branch: string, expected: string | undefined, commit: string, objects: readonly PendingObject[], fence: () => Promise<void>): Promise<void>;
 }
@@ -65,6 +67,15 @@ export class LocalRepository implements Repository {
     if (!this.createIfMissing) throw new GitEngineError('NotFound', `repository ${this.display} not found (no bare repository at that path)`);
     await mkdir(this.gitdir, { recursive: true });
     await git.init({ fs, gitdir: this.gitdir, bare: true, defaultBranch: 'main' });
+  }
+
+  async defaultBranch(): Promise<string | undefined> {
+    try {
+      const head = await git.resolveRef({ fs, gitdir: this.gitdir, ref: 'HEAD', depth: 2 });
+      return head.startsWith('refs/heads/') ? head.slice('refs/heads/'.length) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   async sync(branch: string): Promise<BranchState> {
@@ -158,11 +169,7 @@ export class HttpRepository implements Repository {
       if (!tip && adv.refs.size > 0) {
         // A missing branch starts from the remote's default branch (HEAD's target, which only
         // the upload-pack advertisement names).
-        const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
-        const refs = info.refs ?? [];
-        const head = refs.find((r) => r.ref === 'HEAD');
-        const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
-        const t = target ? refs.find((r) => r.ref === target) : undefined;
+        const t = await this.remoteHead();
         if (t) {
           baseRef = t.ref;
           base = t.oid;
@@ -192,6 +199,24 @@ export class HttpRepository implements Repository {
         }
       }
       return { tip, base };
+    } catch (e) {
+      throw classifyError(e, this.display);
+    }
+  }
+
+  /** The remote's default branch: HEAD's target, which only the upload-pack advertisement names. */
+  private async remoteHead(): Promise<{ ref: string; oid: string } | undefined> {
+    const info = await git.getRemoteInfo2({ http: this.http, url: this.url, headers: { ...this.headers }, protocolVersion: 1 });
+    const refs = info.refs ?? [];
+    const head = refs.find((r) => r.ref === 'HEAD');
+    const target = head?.target ?? refs.find((r) => r.ref !== 'HEAD' && r.oid === head?.oid)?.ref;
+    return target ? refs.find((r) => r.ref === target) : undefined;
+  }
+
+  /** The remote's default branch name, when it has one. */
+  async defaultBranch(): Promise<string | undefined> {
+    try {
+      return (await this.remoteHead())?.ref.replace(/^refs\/heads\//, '');
     } catch (e) {
       throw classifyError(e, this.display);
     }

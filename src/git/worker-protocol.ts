@@ -1,7 +1,8 @@
 // Messages between the main thread and the git engine worker (worker-thread.ts). Everything is
 // structured-clone data: commit inputs and results, typed errors as {reason, message}, and the
 // lease calls the worker makes on the main thread's Store.
-import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef } from './engine.js';
+import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef, ScanInput } from './engine.js';
+import type { ScanReport } from '../analyzer/types.js';
 import type { GitErrorReason } from './errors.js';
 
 export type WorkerEngineOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { useLeases: boolean };
@@ -13,11 +14,13 @@ export type ToWorker =
   /** A slice of a large commit's changes, sent ahead of its 'commit' message (which then carries none of them). */
   | { type: 'changes'; id: number; changes: CommitInput['changes'] }
   | { type: 'list'; id: number; input: FolderInput }
+  | { type: 'scan'; id: number; input: ScanInput }
   | { type: 'lease-reply'; id: number; ok: true; value: unknown }
   | { type: 'lease-reply'; id: number; ok: false; message: string };
 
 export type FromWorker =
   | { type: 'result'; id: number; ok: true; result: CommitResult }
   | { type: 'listing'; id: number; ok: true; refs: ObjectRef[] }
+  | { type: 'scanned'; id: number; ok: true; report: ScanReport }
   | { type: 'result'; id: number; ok: false; reason: GitErrorReason | 'Internal'; message: string; retryable: boolean }
   | { type: 'lease'; id: number; op: LeaseOp; args: unknown[] };

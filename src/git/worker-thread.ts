@@ -61,7 +61,9 @@ port.on('message', (msg: ToWorker) => {
   const work: Promise<FromWorker> =
     msg.type === 'list'
       ? engine.listFolder(msg.input).then((refs) => ({ type: 'listing', id: msg.id, ok: true, refs }))
-      : engine.commit(msg.input).then((result) => ({ type: 'result', id: msg.id, ok: true, result }));
+      : msg.type === 'scan'
+        ? engine.scan(msg.input).then((report) => ({ type: 'scanned', id: msg.id, ok: true, report }))
+        : engine.commit(msg.input).then((result) => ({ type: 'result', id: msg.id, ok: true, result }));
   work.then(
     (answer) => port.postMessage(answer),
     (e: unknown) => {

@@ -5,7 +5,8 @@
 import { Worker } from 'node:worker_threads';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef } from './engine.js';
+import type { CommitInput, CommitResult, FolderInput, GitEngineOptions, ObjectRef, ScanInput } from './engine.js';
+import type { ScanReport } from '../analyzer/types.js';
 import { GitEngineError, type GitErrorReason } from './errors.js';
 import type { LeaseProvider } from './lease.js';
 import type { FromWorker, ToWorker, WorkerEngineOptions } from './worker-protocol.js';
@@ -17,6 +18,8 @@ export interface CommitEngine {
   warm?(): void;
   /** The objects in a folder at the branch head (GitEngine.listFolder). */
   listFolder?(input: FolderInput): Promise<ObjectRef[]>;
+  /** The acceptance gate over a branch of a repository (GitEngine.scan): the served RepositoryScan. */
+  scan?(input: ScanInput): Promise<ScanReport>;
 }
 
 /** Changes per message when a commit is copied to the worker in slices. */
@@ -62,12 +65,16 @@ export class GitWorker implements CommitEngine {
     return this.call({ type: 'list', id: this.nextId++, input });
   }
 
-  private call<T>(msg: Extract<ToWorker, { type: 'commit' | 'list' }>): Promise<T> {
+  scan(input: ScanInput): Promise<ScanReport> {
+    return this.call({ type: 'scan', id: this.nextId++, input });
+  }
+
+  private call<T>(msg: Extract<ToWorker, { type: 'commit' | 'list' | 'scan' }>): Promise<T> {
     if (this.closed) return Promise.reject(new GitEngineError('Unreachable', 'the git engine is shut down', true));
     return this.callOn(this.ensure(), msg);
   }
 
-  private callOn<T>(w: Worker, msg: Extract<ToWorker, { type: 'commit' | 'list' }>): Promise<T> {
+  private callOn<T>(w: Worker, msg: Extract<ToWorker, { type: 'commit' | 'list' | 'scan' }>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.set(msg.id, { resolve: resolve as (r: never) => void, reject });
       // Work in flight keeps the process alive; an idle worker does not.
@@ -128,7 +135,7 @@ export class GitWorker implements CommitEngine {
     this.pending.delete(msg.id);
     if (this.pending.size === 0) w.unref();
     if (!p) return;
-    if (msg.ok) p.resolve((msg.type === 'listing' ? msg.refs : msg.result) as never);
+    if (msg.ok) p.resolve((msg.type === 'listing' ? msg.refs : msg.type === 'scanned' ? msg.report : msg.result) as never);
     else p.reject(new GitEngineError(msg.reason === 'Internal' ? 'Unreachable' : (msg.reason as GitErrorReason), msg.message, msg.retryable));
   }
 }

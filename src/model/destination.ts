@@ -89,3 +89,20 @@ export function normalizeTargetPath(path: string): string {
   if (p.startsWith('./')) p = p.slice(2);
   return p;
 }
+
+/**
+ * Which repository a GitTarget writes, as one string: `local:` repositories live inside their
+ * logical cluster and namespace (src/git/repository-url.ts); two GitTargets fight over a folder only when this is equal (src/controllers/mirror/path-claims.ts), remote URLs are one repository
+ * whoever names them (host case and a trailing ".git" or "/" do not make another).
+ */
+export function repositoryIdentity(cluster: string, namespace: string, url: string): string {
+  if (url.startsWith('local:')) return `local:${cluster}/${namespace}/${url.slice('local:'.length)}`;
+  if (url.startsWith('file://')) return url.replace(/\/+$/, '').replace(/\.git$/, '');
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, '').replace(/\.git$/, '')}`;
+  } catch {
+    return url;
+  }
+}
+

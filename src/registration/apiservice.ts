@@ -1,4 +1,4 @@
-// APIService self-registration (design §7). Every refresh: ask the hosting cluster's discovery
+// APIService self-registration (docs/architecture.md). Every refresh: ask the hosting cluster's discovery
 // whether apiregistration.k8s.io/v1 serves apiservices; when it does, create or update
 // v1alpha1.configbutler.ai so its Service reference, priorities and caBundle match ours. When it
 // does not (kcp, plain API servers), or our account may not touch APIServices, the server keeps
@@ -74,7 +74,7 @@ export class APIServiceRegistrar {
 
   /** First check at once, then one per refresh interval. */
   start(): void {
-    this.trigger();
+    void this.trigger();
     this.timer = setInterval(() => this.trigger(), this.opts.refreshMs);
     this.timer.unref();
   }

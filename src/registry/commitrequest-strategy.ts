@@ -7,6 +7,7 @@ import type { Authorizer } from '../auth/types.js';
 import * as status from '../api/status.js';
 import { DEFAULT_CLUSTER } from '../storage/types.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
+import type { CommitRequestSpec } from '../api/commitrequest.js';
 
 type WithStatus = { status?: Record<string, unknown> };
 
@@ -15,7 +16,7 @@ export function commitRequestStrategy(authorizer: Authorizer): ResourceStrategy 
   return {
     ...base,
     async admitCreate(ctx, obj) {
-      const spec = obj.spec as { author?: unknown; targetRef?: { name?: string } } | undefined;
+      const spec = obj.spec as CommitRequestSpec | undefined; // validated before admission
       if (spec?.author !== undefined) {
         const ns = obj.metadata.namespace ?? '';
         // Only a kcp workspace is addressed by name; a plain deployment's SubjectAccessReview goes to

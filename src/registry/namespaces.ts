@@ -21,17 +21,11 @@ export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
 /** The namespaces a sandbox starts with, as a fresh cluster has them. */
 export const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
-export async function requireNamespace(regs: RegistrySet, ctx: RequestContext, namespace: string): Promise<void> {
+export async function requireNamespace(regs: RegistrySet, ctx: RequestContext, namespace: string, target: { gr: status.GroupResource; name: string }): Promise<void> {
   const namespaces = regs.get('namespaces');
   if (!namespaces) return;
   const ns = await namespaces.get(ctx, '', namespace); // NotFound: namespaces "<namespace>" not found
-  if (ns.metadata.deletionTimestamp) {
-    throw status.forbidden(`unable to create new content in namespace ${namespace} because it is being terminated`, {
-      name: namespace,
-      kind: 'namespaces',
-      causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }],
-    });
-  }
+  if (ns.metadata.deletionTimestamp) throw status.namespaceTerminating(target.gr, target.name, namespace);
 }
 
 function isStatus(e: unknown, reason: string): boolean {

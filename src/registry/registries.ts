@@ -16,6 +16,11 @@ export interface RegistriesOptions {
    * the `ca.crt` of each namespace's kube-root-ca.crt ConfigMap.
    */
   namespaceLifecycle?: { rootCAPem: string };
+  /**
+   * Without the sandbox: admits a namespaced create by the hosting cluster's namespaces
+   * (src/admission/namespace-lifecycle.ts). Absent: every namespace is admitted.
+   */
+  namespaceAdmission?: RegistryOptions['requireNamespace'];
 }
 
 export class Registries implements RegistrySet {
@@ -24,7 +29,9 @@ export class Registries implements RegistrySet {
 
   constructor(store: Store, defs: ResourceDefinition[], opts: RegistriesOptions = {}) {
     const lifecycle = opts.namespaceLifecycle;
-    const regOpts: RegistryOptions = lifecycle ? { requireNamespace: (ctx, ns) => requireNamespace(this, ctx, ns) } : {};
+    const regOpts: RegistryOptions = lifecycle
+      ? { requireNamespace: (ctx, ns, target) => requireNamespace(this, ctx, ns, target) }
+      : { requireNamespace: opts.namespaceAdmission };
     for (const def of defs) {
       if (this.byPlural.has(def.plural)) throw new Error(`two served resources share the plural ${def.plural}`);
       let strategy = opts.strategies?.[def.plural] ?? definitionStrategy(def);

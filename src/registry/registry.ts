@@ -22,10 +22,12 @@ export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from '.
 
 export interface RegistryOptions {
   /**
-   * Refuses a namespaced create when its namespace does not exist (the sandbox's namespace
-   * lifecycle); runs before validation, as kube-apiserver's NamespaceLifecycle admission does.
+   * Refuses a namespaced create when its namespace does not exist or is being terminated (the
+   * sandbox's namespaces, src/registry/namespaces.ts, or the hosting cluster's,
+   * src/admission/namespace-lifecycle.ts); runs before validation, as kube-apiserver's
+   * NamespaceLifecycle admission does. `name` is the object's name, else its generateName.
    */
-  requireNamespace?(ctx: RequestContext, namespace: string): Promise<void>;
+  requireNamespace?(ctx: RequestContext, namespace: string, target: { gr: status.GroupResource; name: string }): Promise<void>;
 }
 
 const MAX_GENERATE_ATTEMPTS = 8;
@@ -34,6 +36,8 @@ const MAX_PATCH_RETRIES = 5;
 export class Registry {
   readonly ref: ResourceRef;
   readonly gr: status.GroupResource & { kind: string };
+  /** Per logical cluster: the tail of the creates running one at a time (strategy.serializeCreates). */
+  private readonly createLocks = new Map<string, Promise<void>>();
   private readonly validator: SchemaValidator;
   /** managedFields bookkeeping and server-side apply (src/registry/apply/). */
   readonly fields: FieldManager;
@@ -74,7 +78,7 @@ export class Registry {
     return this.wrap('', () => this.store.watch(this.ref, { cluster, namespace: namespace || undefined, fromRV }, callbacks));
   }
 
-  /** Body checks every write shares (protocol §3.11 steps 1–4). */
+  /** Body checks every write shares (as kube-apiserver's create and update handlers check them). */
   private checkBody(body: unknown, namespace: string, urlName?: string): KubeObject {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw status.badRequest(`the object provided is unrecognized (must be a JSON object of kind ${this.def.kind})`);
@@ -128,19 +132,41 @@ export class Registry {
     }
     if (this.def.namespaced) {
       obj.metadata.namespace = namespace;
-      await this.options.requireNamespace?.(ctx, namespace);
+      const m = obj.metadata;
+      const name = typeof m.name === 'string' && m.name ? m.name : typeof m.generateName === 'string' && m.generateName ? m.generateName : 'Unknown';
+      await this.options.requireNamespace?.(ctx, namespace, { gr: this.gr, name });
     } else delete obj.metadata.namespace;
     for (const f of this.strategy.statusFields) delete obj[f]; // written through the status subresource only
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
     const hasGenerate = typeof obj.metadata.generateName === 'string' && obj.metadata.generateName !== '';
     this.strategy.prepareForCreate(ctx, obj);
-    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate);
+    const review = this.strategy.review;
+    const warnings = await this.validate(obj, undefined, opts.fieldValidation, !hasGenerate && !review);
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'selfLink', 'managedFields']) {
       delete obj.metadata[k];
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
+    return this.serialized(this.strategy.serializeCreates ? ctx.cluster : undefined, () => this.admitAndCreate(ctx, namespace, obj, opts, warnings, hasName, appliedManaged));
+  }
+
+  /** Runs `fn` after every earlier call with the same `key` settled (none: at once). In-process only. */
+  private async serialized<T>(key: string | undefined, fn: () => Promise<T>): Promise<T> {
+    if (key === undefined) return fn();
+    const prev = this.createLocks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const settled = run.then(() => undefined, () => undefined);
+    this.createLocks.set(key, settled);
+    void settled.then(() => {
+      if (this.createLocks.get(key) === settled) this.createLocks.delete(key);
+    });
+    return run;
+  }
+
+  private async admitAndCreate(ctx: RequestContext, namespace: string, obj: KubeObject, opts: WriteOptions, warnings: string[], hasName: boolean, appliedManaged?: unknown): Promise<WriteResult> {
     await this.strategy.admitCreate?.(ctx, obj, opts);
+    // A review is answered, never stored: no uid, no resourceVersion (as kube answers a TokenReview).
+    if (this.strategy.review) return { object: await this.strategy.review(ctx, obj, opts), warnings };
     const meta = obj.metadata;
     meta.uid = newUID();
     meta.creationTimestamp = nowTimestamp();

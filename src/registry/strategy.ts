@@ -25,9 +25,19 @@ export interface ResourceStrategy {
   /** Warnings returned with a successful write (Warning headers), e.g. deprecated usage. */
   warningsOnCreate(obj: KubeObject): string[];
   warningsOnUpdate(obj: KubeObject, old: KubeObject): string[];
+  /**
+   * Creates in one logical cluster run one at a time in this process, from admitCreate to the
+   * store's answer, so a quota counted in admitCreate is never passed by two creates at once (quota.ts).
+   */
+  readonly serializeCreates?: boolean;
   /** Checks that need the caller or other objects (assert-author, namespace existence); after validation, also on dryRun. */
   admitCreate?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<void>;
   admitUpdate?(ctx: RequestContext, obj: KubeObject, old: KubeObject, subresource: string): Promise<void>;
+  /**
+   * A review (TokenReview-like) resource: after validation and admission, the answer to return in
+   * place of storing the object. Registry.create stores nothing when this is set.
+   */
+  review?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<KubeObject>;
   /** Effects on other objects once a create is stored (never on dryRun). */
   afterCreate?(ctx: RequestContext, obj: KubeObject): Promise<void>;
   /** Effects on other objects once the object is gone from the store (never on dryRun). */

@@ -3,6 +3,9 @@
 // locked before anything is written into it: `<dataDir>/reverser-apiserver.lock`, created with
 // O_EXCL, holding the owner's pid and host. A lock whose owner is gone (same host, pid not running,
 // or our own pid left by a previous incarnation of this container) is stale and taken over.
+// Each lock carries a random token: release removes the file only while it still holds that token
+// (moved aside atomically first), so a process never deletes a lock another one took since.
+import { randomUUID } from 'node:crypto';
 import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +17,8 @@ export interface LockOwner {
   pid: number;
   host: string;
   since: string;
+  /** Random per lock: what release checks (pid and time can repeat, e.g. pid 1 of a restarted container). */
+  token?: string;
 }
 
 export interface DataDirLock {
@@ -26,7 +31,9 @@ export interface DataDirLock {
 function readOwner(path: string): LockOwner | undefined {
   try {
     const v = JSON.parse(readFileSync(path, 'utf8')) as Partial<LockOwner>;
-    if (typeof v.pid === 'number' && typeof v.host === 'string') return { pid: v.pid, host: v.host, since: String(v.since ?? '') };
+    if (typeof v.pid === 'number' && typeof v.host === 'string') {
+      return { pid: v.pid, host: v.host, since: String(v.since ?? ''), ...(typeof v.token === 'string' ? { token: v.token } : {}) };
+    }
   } catch {
     // unreadable or half-written: treated as held (see below)
   }
@@ -54,7 +61,7 @@ function describe(o: LockOwner): string {
 /** Takes the lock or throws StartupRefusedError naming the holder. */
 export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE);
-  const me: LockOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  const me: LockOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString(), token: randomUUID() };
   const body = JSON.stringify(me) + '\n';
   let tookOver: LockOwner | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -87,7 +94,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
         continue;
       }
       const moved = readOwner(aside);
-      if (moved && moved.pid === owner.pid && moved.host === owner.host && moved.since === owner.since) {
+      if (moved && moved.pid === owner.pid && moved.host === owner.host && moved.since === owner.since && moved.token === owner.token) {
         unlinkSync(aside);
         tookOver = owner;
       } else {
@@ -113,16 +120,32 @@ export function lockDataDir(dataDir: string): DataDirLock {
       release() {
         if (released) return;
         released = true;
-        const cur = readOwner(path);
-        if (cur && cur.pid === me.pid && cur.since === me.since) {
-          try {
-            unlinkSync(path);
-          } catch {
-            // already gone
-          }
-        }
+        releaseIfOurs(path, me.token!);
       },
     };
   }
   throw new StartupRefusedError(`cannot lock the data directory ${dataDir}: ${path} keeps changing; is another process starting on it?`);
+}
+
+/**
+ * Removes the lock at `path` only if it still holds `token`. The file is moved aside first (atomic),
+ * so what is checked is what is removed; another holder's lock is put back where it was.
+ */
+function releaseIfOurs(path: string, token: string): void {
+  const aside = `${path}.release-${token}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return; // gone already
+  }
+  if (readOwner(aside)?.token === token) {
+    unlinkSync(aside);
+    return;
+  }
+  try {
+    linkSync(aside, path); // fails only if yet another lock appeared meanwhile: that one stays
+  } catch {
+    // ignore
+  }
+  unlinkSync(aside);
 }

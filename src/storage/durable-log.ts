@@ -11,9 +11,19 @@
 //   and that is reported through `warn`.
 // - A snapshot is written beside, renamed into place, and then a fresh log naming it replaces the
 //   old one the same way, so every crash point leaves a loadable pair.
+// - A snapshot is taken after `snapshotEvery` records or once the log holds more bytes than
+//   max(`compactBytes`, the last snapshot's size), whichever comes first: records that rewrite a
+//   growing object (a GitTarget's window record) would otherwise grow the log with the square of
+//   the writes. So the directory stays under about twice the state plus `compactBytes`.
+// - A failed write (ENOSPC, EIO) makes the log refuse writes (the store answers 503) until a
+//   snapshot of the whole in-memory state, retried every RECOVER_MS, succeeds: then it accepts
+//   writes again (readiness returns). The snapshot includes the records of the failed batch: their
+//   writes were answered with an error, so their outcome is unknown to the client, like a timeout,
+//   and they were already visible to readers and watchers; persisting what was seen is the
+//   consistent choice. Nothing acknowledged is ever dropped.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from './types.js';
 import {
@@ -22,6 +32,10 @@ import {
 
 const LOG = 'log.jsonl';
 const SNAPSHOT = 'snapshot.json';
+/** How often a failed log tries to write a snapshot and accept writes again. */
+export const RECOVER_MS = 1_000;
+/** Default size past which the log is compacted into a snapshot (when larger than the snapshot). */
+export const DEFAULT_COMPACT_BYTES = 16 * 1024 * 1024;
 
 export interface LogRecord {
   s: number;
@@ -72,9 +86,13 @@ async function replaceFile(dir: string, name: string, text: string): Promise<voi
   try {
     await t.writeFile(text);
     await t.sync();
-  } finally {
-    await t.close();
+  } catch (err) {
+    // A partial temporary file (ENOSPC) must not keep the space the next attempt needs.
+    await t.close().catch(() => undefined);
+    await unlink(tmp).catch(() => undefined);
+    throw err;
   }
+  await t.close();
   await rename(tmp, join(dir, name));
   await syncDir(dir);
 }
@@ -88,7 +106,11 @@ export class DurableLog {
   private queue: Waiter[] = [];
   private flushing = false;
   private sinceSnapshot = 0;
+  /** Bytes of records in the log since the snapshot, and the snapshot's own size. */
+  private logBytes = 0;
+  private snapshotBytes = 0;
   private failed: string | undefined;
+  private recovery: NodeJS.Timeout | undefined;
   private closed = false;
   private idle: Promise<void> = Promise.resolve();
   private idleResolve: (() => void) | undefined;
@@ -99,13 +121,21 @@ export class DurableLog {
     private seq: number,
     private readonly snapshotEvery: number,
     private readonly capture: () => unknown,
+    private readonly compactBytes: number,
+    private readonly warn: Warn,
   ) {}
 
   /**
    * Open (creating) the store directory and read the snapshot and the log. Throws
    * StartupRefusedError when they are damaged; changes nothing on disk in that case.
    */
-  static async open<S>(dir: string, snapshotEvery: number, capture: () => unknown, warn: Warn = () => {}): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
+  static async open<S>(
+    dir: string,
+    snapshotEvery: number,
+    capture: () => unknown,
+    warn: Warn = () => {},
+    compactBytes = DEFAULT_COMPACT_BYTES,
+  ): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
     await mkdir(dir, { recursive: true });
     const logPath = join(dir, LOG);
     const snapPath = join(dir, SNAPSHOT);
@@ -144,8 +174,10 @@ export class DurableLog {
         await fh.datasync();
       }
     }
-    const log = new DurableLog(dir, fh, parsed.seq, snapshotEvery, capture);
+    const log = new DurableLog(dir, fh, parsed.seq, snapshotEvery, capture, compactBytes, warn);
     log.sinceSnapshot = parsed.records.length;
+    log.logBytes = logBuf?.length ?? 0;
+    log.snapshotBytes = snapBuf?.length ?? 0;
     const loaded: Loaded<S> = { snapshot, records: parsed.records, offsets: parsed.offsets };
     if (v1) loaded.convertedFrom = 1;
     return { log, loaded };
@@ -283,20 +315,22 @@ export class DurableLog {
     this.idle = new Promise((r) => (this.idleResolve = r));
     try {
       while (this.queue.length > 0 && !this.failed) {
-        if (this.sinceSnapshot >= this.snapshotEvery) {
+        if (this.sinceSnapshot >= this.snapshotEvery || this.logBytes > Math.max(this.compactBytes, this.snapshotBytes)) {
           await this.writeSnapshot();
           continue;
         }
         const batch = this.queue;
         this.queue = [];
+        const text = batch.map((w) => w.line).join('');
         try {
-          await this.fh.write(batch.map((w) => w.line).join(''));
+          await this.fh.write(text);
           await this.fh.datasync();
         } catch (err) {
           this.fail(err as Error, batch);
           break;
         }
         this.sinceSnapshot += batch.length;
+        this.logBytes += Buffer.byteLength(text);
         for (const w of batch) w.resolve();
       }
     } finally {
@@ -327,17 +361,26 @@ export class DurableLog {
     const covered = this.queue;
     this.queue = [];
     try {
-      const id = randomBytes(8).toString('hex');
-      await replaceFile(this.dir, SNAPSHOT, encodeSnapshot(id, seq, JSON.stringify(this.capture())));
-      await replaceFile(this.dir, LOG, logHeaderLine(id, seq));
-      await this.fh.close();
-      this.fh = await open(join(this.dir, LOG), 'a');
+      await this.snapshotNow(seq);
     } catch (err) {
       this.fail(err as Error, covered);
       return;
     }
-    this.sinceSnapshot = 0;
     for (const w of covered) w.resolve();
+  }
+
+  /** Snapshot + fresh log naming it; throws (changing nothing the loader relies on) when it cannot. */
+  private async snapshotNow(seq: number): Promise<void> {
+    const id = randomBytes(8).toString('hex');
+    const snap = encodeSnapshot(id, seq, JSON.stringify(this.capture()));
+    await replaceFile(this.dir, SNAPSHOT, snap);
+    const header = logHeaderLine(id, seq);
+    await replaceFile(this.dir, LOG, header);
+    await this.fh.close().catch(() => undefined);
+    this.fh = await open(join(this.dir, LOG), 'a');
+    this.sinceSnapshot = 0;
+    this.snapshotBytes = Buffer.byteLength(snap);
+    this.logBytes = Buffer.byteLength(header);
   }
 
   private fail(err: Error, batch: Waiter[]): void {
@@ -345,12 +388,42 @@ export class DurableLog {
     const e = new StorageError('Unavailable', this.failed);
     for (const w of [...batch, ...this.queue]) w.reject(e);
     this.queue = [];
+    this.warn('embedded store: a write to the data directory failed; writes are refused until a snapshot can be written', { dir: this.dir, error: err.message });
+    if (!this.recovery && !this.closed) {
+      this.recovery = setInterval(() => void this.recover(), RECOVER_MS);
+      this.recovery.unref();
+    }
+  }
+
+  /**
+   * After a failed write: a snapshot of the whole in-memory state (which includes the failed
+   * batch) replaces the snapshot and the log (whose tail may be torn). Once it is durable, writes
+   * are accepted again.
+   */
+  private async recover(): Promise<void> {
+    if (!this.failed || this.flushing || this.closed) return;
+    this.flushing = true;
+    this.idle = new Promise((r) => (this.idleResolve = r));
+    try {
+      await this.snapshotNow(this.seq);
+      this.warn('embedded store: the data directory accepts writes again; recovered', { dir: this.dir });
+      this.failed = undefined;
+      clearInterval(this.recovery);
+      this.recovery = undefined;
+    } catch {
+      // Still failing (no space yet): the next tick tries again.
+    } finally {
+      this.flushing = false;
+      this.idleResolve?.();
+      if (this.queue.length > 0 && !this.failed) void this.flushLoop();
+    }
   }
 
   /** Flush pending lines, write a final snapshot (fast restart) and close the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.recovery);
     while (this.flushing) await this.idle;
     if (!this.failed && this.sinceSnapshot > 0) {
       this.flushing = true;

@@ -32,6 +32,8 @@ export interface EmbeddedStoreOptions {
   eventLogRetention?: number;
   /** Log records between snapshots (default 10,000). */
   snapshotEvery?: number;
+  /** Log bytes past which a snapshot is taken when the log is also larger than the last snapshot (default 16 MiB). */
+  compactLogBytes?: number;
   /** Bookmark interval for idle watchers (default 1000 ms). */
   progressIntervalMs?: number;
   /** Deep-freeze stored objects so accidental mutation throws (tests). */
@@ -54,7 +56,7 @@ const RECORD_SWEEP_MS = 5000;
 
 export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store> {
   const store = new EmbeddedStore(opts);
-  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000, opts.warn);
+  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000, opts.warn, opts.compactLogBytes);
   return store;
 }
 
@@ -92,8 +94,8 @@ class EmbeddedStore implements Store {
     this.sweeper.unref();
   }
 
-  async open(dir: string, snapshotEvery: number, warn: Warn = () => {}): Promise<void> {
-    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture(), warn);
+  async open(dir: string, snapshotEvery: number, warn: Warn = () => {}, compactLogBytes?: number): Promise<void> {
+    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture(), warn, compactLogBytes);
     this.log = log;
     const snap = loaded.snapshot;
     if (snap) {

@@ -22,8 +22,10 @@ export interface StoreOptions {
   redisOptions?: Record<string, unknown>;
   /** Redis Cluster startup nodes; when set, the Cluster client is used. */
   redisClusterNodes?: string[];
-  /** Watch history per resource (default 10,000 events). */
+  /** Watch history per resource (default 10,000 events; internal records keep less, eventLogRetentionOf). */
   eventLogRetention?: number;
+  /** Embedded: compact the log into a snapshot once it passes this many bytes and the snapshot's size (default 16 MiB). */
+  compactLogBytes?: number;
   /** Warnings: the embedded store's start-up (torn tail dropped, format converted); Redis connection loss and recovery. */
   warn?: (msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -34,7 +36,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
   }
   switch (options.storage) {
     case 'embedded':
-      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention, warn: options.warn });
+      return createEmbeddedStore({ dataDir: options.dataDir, eventLogRetention: options.eventLogRetention, compactLogBytes: options.compactLogBytes, warn: options.warn });
     case 'redis': {
       const prefix = validateKeyPrefix(options.redisKeyPrefix ?? DEFAULT_KEY_PREFIX);
       if (!options.redisUrl && !options.redisClusterNodes?.length) throw new Error('--storage=redis requires --redis-url');

@@ -9,7 +9,7 @@ const MAX_PREFIX = 128;
 const PREFIX_CHARS = /^[A-Za-z0-9._:-]*$/;
 
 /**
- * Validate `--redis-key-prefix` (design §5, upstream digest §5.5): trim spaces and all trailing
+ * Validate `--redis-key-prefix` (docs/storage.md): trim spaces and all trailing
  * `:` (so `tenant-7:` and `tenant-7` are one keyspace), then require 1..128 characters of
  * `[A-Za-z0-9._:-]`. Glob characters are banned so `<prefix>:*` never over-matches, and `{`/`}`
  * so the prefix can never change a key's Redis Cluster hash slot. Returns the normalized prefix.
@@ -89,7 +89,7 @@ export function recordKey(kind: string, ...fields: string[]): string {
 /**
  * Redis key builder. Every key carries a hash tag. Keys of one logical cluster share the tag
  * `{c:<cluster>}`; store-wide keys (RV counter, event logs, cluster index, leases) use `{g}`.
- * Because one RV counter orders every write (protocol §3.4/§6.4), a write script touches both
+ * Because one RV counter orders every write, a write script touches both
  * kinds, which standalone and Sentinel accept. On Redis Cluster (`singleSlot`), every tag becomes
  * `{<prefix>}` so each script stays in one slot; see docs/storage.md for the trade-off.
  */

@@ -33,6 +33,21 @@ export interface ObjectKey {
 
 export const DEFAULT_CLUSTER = '_';
 
+/**
+ * The group of internal records (a GitTarget's commit windows and their chunks,
+ * src/controllers/windows/record.ts): never served, watched only by the controllers of the
+ * processes sharing the store, rewritten on every change that joins a window. Their watch history
+ * is kept short: each event holds a whole record, and a history as long as that of served
+ * resources (10,000 events) would hold 10,000 copies of a GitTarget's pending changes.
+ */
+export const INTERNAL_GROUP = 'internal.configbutler.ai';
+export const INTERNAL_EVENT_LOG_RETENTION = 1_000;
+
+/** Events of history kept for the resource `id` (`group/resource`, keys.ts resourceId). */
+export function eventLogRetentionOf(id: string, retention: number): number {
+  return id.startsWith(`${INTERNAL_GROUP}/`) ? Math.min(retention, INTERNAL_EVENT_LOG_RETENTION) : retention;
+}
+
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 export interface StoreEvent {

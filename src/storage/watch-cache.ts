@@ -8,6 +8,7 @@
 import { objectMapKey, objectMapKeyRange } from './keys.js';
 import {
   StorageError,
+  eventLogRetentionOf,
   type KubeObject,
   type ListOptions,
   type ObjectKey,
@@ -378,11 +379,16 @@ export class WatchCache {
     return this.resources.has(id);
   }
 
+  /** Events of history kept for resource `id` (shorter for internal records). */
+  retentionOf(id: string): number {
+    return eventLogRetentionOf(id, this.retention);
+  }
+
   /** The cache of resource `id`, created empty at `baseRV` when new. */
   resource(id: string, baseRV = 0): ResourceCache {
     let rc = this.resources.get(id);
     if (!rc) {
-      rc = new ResourceCache(id, baseRV, { retention: this.retention, freeze: this.freeze });
+      rc = new ResourceCache(id, baseRV, { retention: this.retentionOf(id), freeze: this.freeze });
       this.resources.set(id, rc);
     }
     return rc;

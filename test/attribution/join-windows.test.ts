@@ -52,6 +52,18 @@ async function metric(reg: Registry, name: string, labels: Record<string, string
   return v?.value ?? 0;
 }
 
+/**
+ * Waits until the metric holds `want`, then asserts it: the windows controller counts a commit
+ * after its push, so the remote can show the commit a moment before the counter moves.
+ */
+async function metricReaches(reg: Registry, name: string, labels: Record<string, string>, want: number): Promise<void> {
+  const seen = await waitFor(`${name}${JSON.stringify(labels)} to reach ${want}`, async () => {
+    const v = await metric(reg, name, labels);
+    return v >= want ? v : undefined;
+  }, 15_000);
+  assert.equal(seen, want);
+}
+
 function condition(obj: KubeObject | undefined, type: string): { status: string; reason: string; message: string } | undefined {
   return ((obj?.status as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions ?? []).find((c) => c.type === type);
 }
@@ -87,7 +99,7 @@ test('two authors: their edits become two commits in order, each authored by its
   ]);
   assert.equal(await metric(metrics, 'reverser_attribution_joins_total', { tier: 'exact' }), 4);
   assert.equal(await metric(metrics, 'reverser_attribution_joins_total', { tier: 'unresolved' }), 0);
-  assert.equal(await metric(metrics, 'reverser_commits_total', { author_kind: 'audit' }), 3);
+  await metricReaches(metrics, 'reverser_commits_total', { author_kind: 'audit' }, 3);
   const gt = await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
   assert.equal(condition(gt, 'AuditAttribution')?.status, 'True');
   assert.equal(condition(gt, 'AuditAttribution')?.reason, 'FactsArriving');
@@ -122,8 +134,8 @@ test('a change whose fact never comes is committed as unresolved after the grace
   assert.deepEqual(await remoteLog(remote.authURL('config')), log);
   assert.equal(await metric(metrics, 'reverser_attribution_joins_total', { tier: 'unresolved' }), 1);
   assert.equal(await metric(metrics, 'reverser_attribution_joins_total', { tier: 'exact' }), 1);
-  assert.equal(await metric(metrics, 'reverser_commits_total', { author_kind: 'unresolved' }), 1);
-  assert.equal(await metric(metrics, 'reverser_commits_total', { author_kind: 'audit' }), 1);
+  await metricReaches(metrics, 'reverser_commits_total', { author_kind: 'unresolved' }, 1);
+  await metricReaches(metrics, 'reverser_commits_total', { author_kind: 'audit' }, 1);
 });
 
 test('a fact that arrives while its change waits names the author at once, long before the grace ends; a delete joins its delete fact', { timeout: 60_000 }, async (t) => {

@@ -54,6 +54,7 @@ function sarsOf(user: string): RecordedCall[] {
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   clientCA = makeCA('hosting-client-ca');
   rh1 = makeCA('front-proxy-ca-1');
@@ -226,7 +227,7 @@ test('a kcp workspace request (/clusters/<name>/...) is authorized by that works
     [`/clusters/ws1${SAR_PATH}`, 'list'], [`/clusters/ws1${SAR_PATH}`, 'create'], [`/clusters/ws1${SAR_PATH}`, 'assert-author'],
   ]);
   // The wildcard is never derived from a grant (of a workspace or of the hosting cluster): no
-  // SubjectAccessReview is sent for it, and without a wildcard group it is denied (issue 8 item 8).
+  // SubjectAccessReview is sent for it, and without a wildcard group it is denied.
   const w = await call(`/clusters/*${GROUP_PATH}/commitrequests`, { cert: proxy2, headers: asUser('gina') });
   assert.equal(w.status, 403, w.text);
   assert.equal(w.json().message, 'commitrequests.configbutler.ai is forbidden: User "gina" cannot list resource "commitrequests" in API group "configbutler.ai" at the cluster scope: '

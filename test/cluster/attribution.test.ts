@@ -1,4 +1,4 @@
-// Issue #15's "What it must show", against the real control plane: kube-apiserver runs with the
+// Per-edit attribution (docs/attribution.md) against the real control plane: kube-apiserver runs with the
 // audit policy we ship (apiservice/audit/policy.yaml) and a webhook kubeconfig pointing at our
 // server's audit listener (batch mode, --audit-webhook-batch-max-wait=1s, mTLS with a client
 // certificate from the audit CA our server is given). People edit ConfigMaps with kubectl against

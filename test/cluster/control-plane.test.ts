@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
 import { CHART, REPO_ROOT, helmBinary, run, startControlPlane, until, type ControlPlane, type ClusterUser } from './fixture.js';
 import { join } from 'node:path';
-import { APISERVICE, NAMESPACE, SERVICE, deployReverser, mustSucceed, type Reverser } from './reverser.js';
+import { APISERVICE, NAMESPACE, SERVICE, deployReverser, type Reverser } from './reverser.js';
 
 let cp: ControlPlane;
 let srv: Reverser;
@@ -92,7 +92,7 @@ test('aggregated discovery from kube-apiserver includes configbutler.ai/v1alpha1
   const ours = r.body.items.find((i: any) => i.metadata.name === 'configbutler.ai');
   assert.ok(ours, 'configbutler.ai in the aggregated discovery');
   assert.deepEqual(ours.versions.map((v: any) => v.version), ['v1alpha1']);
-  assert.deepEqual(ours.versions[0].resources.map((x: any) => x.resource).sort(), ['commitrequests', 'gittargets']);
+  assert.deepEqual(ours.versions[0].resources.map((x: any) => x.resource).sort(), ['commitrequests', 'gittargets', 'repositoryscans']);
 });
 
 const manifest = (name: string, labels: Record<string, string> = {}) =>
@@ -109,9 +109,10 @@ describe('kubectl through kube-apiserver', { concurrency: false }, () => {
       const ns = `kubectl-${(version ?? 'path').replace('.', '-')}`;
       ok(await k.run(['create', 'namespace', ns]), `namespace/${ns} created\n`);
       ok(await k.run(['api-resources', '--api-group=configbutler.ai']), [
-        'NAME             SHORTNAMES   APIVERSION                 NAMESPACED   KIND',
-        'commitrequests   creq         configbutler.ai/v1alpha1   true         CommitRequest',
-        'gittargets       gt           configbutler.ai/v1alpha1   true         GitTarget',
+        'NAME              SHORTNAMES   APIVERSION                 NAMESPACED   KIND',
+        'commitrequests    creq         configbutler.ai/v1alpha1   true         CommitRequest',
+        'gittargets        gt           configbutler.ai/v1alpha1   true         GitTarget',
+        'repositoryscans                configbutler.ai/v1alpha1   true         RepositoryScan',
         '',
       ].join('\n'));
       const explain = ok(await k.run(['explain', 'gittarget.spec.branch']));

@@ -46,9 +46,11 @@ test('kustomize and the chart (release reverser-apiserver in reverser-system) re
     'ClusterRole//reverser-apiserver:apiservice-registrar',
     'ClusterRole//reverser-apiserver:edit',
     'ClusterRole//reverser-apiserver:mirror-reader',
+    'ClusterRole//reverser-apiserver:namespace-reader',
     'ClusterRole//reverser-apiserver:view',
     'ClusterRoleBinding//reverser-apiserver:apiservice-registrar',
     'ClusterRoleBinding//reverser-apiserver:mirror-reader',
+    'ClusterRoleBinding//reverser-apiserver:namespace-reader',
     'ClusterRoleBinding//reverser-apiserver:system:auth-delegator',
     'Deployment/reverser-system/reverser-apiserver',
     'RoleBinding/kube-system/reverser-apiserver-auth-reader',
@@ -106,6 +108,31 @@ test('embedded storage on an emptyDir is refused; with a claim it renders one re
   assert.equal(dep.spec.replicas, 1);
   assert.deepEqual(dep.spec.template.spec.volumes.find((v: any) => v.name === 'data'), { name: 'data', persistentVolumeClaim: { claimName: 'reverser-data' } });
   assert.ok(!dep.spec.template.spec.containers[0].args.some((a: string) => a.startsWith('--redis')));
+  // One Pod per data directory (the lock): an upgrade replaces the Pod instead of rolling a second one onto the claim.
+  assert.deepEqual(dep.spec.strategy, { type: 'Recreate' });
+  assert.equal(dep.spec.template.spec.containers[0].env, undefined, 'no Redis password without Redis');
+  const ephemeral = await template('r', 'ns', 'storage.kind=embedded', 'storage.embedded.allowEphemeral=true');
+  assert.equal(objects(ephemeral.stdout).get('Deployment/ns/r').spec.strategy, undefined, 'an emptyDir is per Pod: the default rolling update');
+  assert.equal(objects((await template('r', 'ns')).stdout).get('Deployment/ns/r').spec.strategy, undefined, 'Redis: the default rolling update');
+});
+
+test('the Redis password comes from a Secret (env REDIS_PASSWORD), never the args; resources are set in both manifests', async () => {
+  const k = await run(kubectlBinary(), ['kustomize', join(REPO_ROOT, 'apiservice')]);
+  assert.equal(k.code, 0, k.stderr);
+  const fromKustomize = objects(k.stdout).get('Deployment/reverser-system/reverser-apiserver').spec.template.spec.containers[0];
+  const h = await template('reverser-apiserver', 'reverser-system');
+  const fromChart = objects(h.stdout).get('Deployment/reverser-system/reverser-apiserver').spec.template.spec.containers[0];
+  const env = [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'reverser-apiserver-redis', key: 'password', optional: true } } }];
+  assert.deepEqual(fromKustomize.env, env);
+  assert.deepEqual(fromChart.env, env);
+  const resources = { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '1Gi' } };
+  assert.deepEqual(fromKustomize.resources, resources);
+  assert.deepEqual(fromChart.resources, resources);
+  for (const c of [fromKustomize, fromChart]) assert.ok(!c.args.some((a: string) => /redis-url=rediss?:\/\/[^@/]*@/.test(a)), c.args.join(' '));
+  const named = await template('r', 'ns', 'storage.redisPasswordSecret=redis-auth');
+  assert.equal(named.code, 0, named.stderr);
+  assert.deepEqual(objects(named.stdout).get('Deployment/ns/r').spec.template.spec.containers[0].env,
+    [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password', optional: true } } }]);
 });
 
 /** `kubectl kustomize` of an overlay: apiservice/ plus the apiservice/audit Component. */

@@ -1,4 +1,4 @@
-// The mirror with the hosting cluster as its source (issue #13): ConfigMaps created with kubectl in a
+// The mirror with the hosting cluster as its source: ConfigMaps created with kubectl in a
 // real kube-apiserver reach the Git folder of a GitTarget created through the aggregation layer, with
 // our server reading them under its own ServiceAccount (the mirror-reader ClusterRole of
 // apiservice/rbac.yaml), and kube-root-ca.crt — made in every namespace by the real

@@ -1,4 +1,4 @@
-// Issue #10 item 7, differentially: the same requests go to our server and to the real
+// Protocol parity, differentially: the same requests go to our server and to the real
 // kube-apiserver of the test control plane, which serves GitTarget from a CRD, and the answers must
 // agree — label-key validation (objects and selectors, code and exact message), escaped field
 // selectors, Tables and PartialObjectMetadata asked for as meta.k8s.io/v1beta1, and the deprecated

@@ -1,4 +1,4 @@
-// Issue #14's first "What it must show" through the real mirror (no writes into the Store by
+// A CommitRequest through the real mirror (no writes into the Store by
 // hand): one server with --sandbox and every controller on mirrors its sandbox into a
 // `git http-backend` remote. alice edits two ConfigMaps with kubectl under an OnRequest GitTarget,
 // nothing is committed until her CommitRequest arrives; then exactly one commit holds both edits,

@@ -59,9 +59,10 @@ export function kubectlScenario(version: string | undefined): void {
       ok(
         await k.run(['api-resources', `--api-group=${GROUP}`]),
         [
-          'NAME             SHORTNAMES   APIVERSION                 NAMESPACED   KIND',
-          'commitrequests   creq         configbutler.ai/v1alpha1   true         CommitRequest',
-          'gittargets       gt           configbutler.ai/v1alpha1   true         GitTarget',
+          'NAME              SHORTNAMES   APIVERSION                 NAMESPACED   KIND',
+          'commitrequests    creq         configbutler.ai/v1alpha1   true         CommitRequest',
+          'gittargets        gt           configbutler.ai/v1alpha1   true         GitTarget',
+          'repositoryscans                configbutler.ai/v1alpha1   true         RepositoryScan',
           '',
         ].join('\n'),
       );

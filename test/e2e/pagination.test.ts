@@ -18,7 +18,8 @@ let k: Kubectl;
 const expected: string[] = [];
 
 before(async () => {
-  server = await startServer([`--event-log-retention=${RETENTION}`]);
+  // 1,200 GitTargets, 400 per namespace: beyond the default quotas (docs/configuration.md#quotas).
+  server = await startServer([`--event-log-retention=${RETENTION}`, '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0']);
   k = new Kubectl(kubectlBinary(), server.kubeconfig);
   const items = NAMESPACES.flatMap((n) => Array.from({ length: PER_NAMESPACE }, (_, i) => ({ n, name: `gt-${String(i).padStart(4, '0')}` })));
   await pool(items, 16, async ({ n, name }) => {

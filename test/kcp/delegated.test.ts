@@ -1,4 +1,4 @@
-// Delegated authorization against kcp (issue #12 item 3): the hosting kubeconfig points at kcp (here
+// Delegated authorization against kcp: the hosting kubeconfig points at kcp (here
 // the hosting-cluster double), and each request's SubjectAccessReviews go to its own logical
 // cluster, `/clusters/<name>/apis/authorization.k8s.io/v1/subjectaccessreviews`, carrying the
 // forwarded caller's identity. A shard request without a forwarded caller never asks about
@@ -31,6 +31,7 @@ const sars = (user: string) => fake.sars().filter((c) => (c.body as { spec: SARS
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   // "kcp": alice and the shard are granted everything in ws-a (assert-author included), nothing elsewhere.
   fake.onSAR = (spec, path) => ({ allowed: path === `/clusters/ws-a${SAR_PATH}` && (spec.user === 'alice' || spec.user === 'kcp-shard') });

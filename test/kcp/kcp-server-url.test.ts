@@ -1,4 +1,4 @@
-// --kcp-server-url (issue #12 item 3): everything the server asks kcp about a request or a GitTarget
+// --kcp-server-url: everything the server asks kcp about a request or a GitTarget
 // of logical cluster X goes to `<kcp URL>/clusters/X/...` with the server's kcp credentials:
 // TokenReviews and SubjectAccessReviews (cached per logical cluster), the mirror's default source
 // (workspace X) and kubeconfig Secrets (read in workspace X); with --kcp-require-apibinding a

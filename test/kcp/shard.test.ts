@@ -1,4 +1,4 @@
-// Requests from a kcp shard (design §4, §9.5; issue #12 item 2), RBAC mode with grants in logical
+// Requests from a kcp shard (docs/kcp.md), RBAC mode with grants in logical
 // cluster ws-a. The "shard" is a client certificate from the requestheader CA with CN kcp-shard and
 // O kcp:shards, exactly what kcp's --shard-client-cert-file presents:
 // - with X-Remote-User (kcp main forwards the caller) the caller is believed for /clusters/ws-a;

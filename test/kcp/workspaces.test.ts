@@ -1,4 +1,4 @@
-// Logical clusters stay apart end to end (issue #12 item 4), with the real kubectl against
+// Logical clusters stay apart end to end, with the real kubectl against
 // `--server https://127.0.0.1:<port>/clusters/ws-a` and `/clusters/ws-b` of one server (--sandbox,
 // every controller on). Each workspace has a GitTarget team-a/mirror and a source ConfigMap
 // team-a/settings of the same namespace and name but different data, mirrored to its own

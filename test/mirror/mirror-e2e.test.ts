@@ -1,4 +1,4 @@
-// The mirror end to end (issue #9, "What it must show"): kubectl against a standalone sandbox, the
+// The mirror end to end: kubectl against a standalone sandbox, the
 // main server mirroring it into a `local:` repository, and git reading what landed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue #9: two replicas on one Redis with one GitTarget mirroring a standalone sandbox. Only the
+// Two replicas on one Redis with one GitTarget mirroring a standalone sandbox. Only the
 // replica holding the GitTarget's lease mirrors it; SIGKILL that one, edit a ConfigMap, and the
 // other replica commits the edit within 15 s + idleSeconds (the lease TTL is 10 s; the rest is the
 // survivor's retry, connect and push), once, with no second snapshot.
@@ -14,7 +14,7 @@ import { gitServer } from '../controllers/harness.js';
 import { commits, git, ok, startSandbox } from './harness.js';
 
 const IDLE = 1;
-// Issue #9's bound is 15 s + idleSeconds. The extra 4 s covers this 2-core machine shared by several
+// The bound is 15 s + idleSeconds (docs/architecture.md, replicas). The extra 4 s covers this 2-core machine shared by several
 // test runs, where the survivor's work after taking the lease (connect to the sandbox, list and
 // watch, diff against the remote, push through git http-backend) and the test's own polling run
 // slower; measured takeovers here are about 10.5 s.

@@ -1,5 +1,5 @@
 // Structure of the OpenAPI documents: what kubectl explain, kubectl's field-validation detection,
-// client-side apply's patch-type detection and kube-aggregator read (protocol doc §2, §7 items 21–26).
+// client-side apply's patch-type detection and kube-aggregator read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -73,8 +73,8 @@ test('v3: schema keywords survive the conversion', () => {
   assert.deepEqual(extra.additionalProperties, { type: 'array', items: { type: 'string' } });
 });
 
-test('v3: every resource has collection, item, all-namespaces and status paths with complete operations', () => {
-  for (const r of RESOURCES) {
+test('v3: every stored resource has collection, item, all-namespaces and status paths with complete operations', () => {
+  for (const r of RESOURCES.filter((x) => !x.verbs)) {
     const coll = `${GV}/namespaces/{namespace}/${r.plural}`;
     const paths = [coll, `${coll}/{name}`, `${coll}/{name}/status`, `${GV}/${r.plural}`];
     for (const p of paths) assert.ok(v3.paths[p], p);
@@ -100,6 +100,15 @@ test('v3: every resource has collection, item, all-namespaces and status paths w
     assert.ok(v3.paths[coll].parameters.some((x: any) => x.name === 'pretty'));
     assert.deepEqual(v3.paths[coll].post.parameters.map((x: any) => x.name), ['dryRun', 'fieldManager', 'fieldValidation']);
   }
+});
+
+test('v3: the create-only RepositoryScan publishes its create operation and nothing else', () => {
+  const coll = `${GV}/namespaces/{namespace}/repositoryscans`;
+  const ours = Object.keys(v3.paths).filter((p) => p.includes('repositoryscans'));
+  assert.deepEqual(ours, [coll]);
+  assert.deepEqual(Object.keys(v3.paths[coll]).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m)), ['post']);
+  assert.equal(v3.paths[coll].post.operationId, 'createConfigbutlerAiV1alpha1NamespacedRepositoryScan');
+  assert.deepEqual(v3.paths[coll].post['x-kubernetes-group-version-kind'], gvk('RepositoryScan'));
 });
 
 test('v2 and v3 publish the list types server-side apply merges by', () => {

@@ -1,4 +1,4 @@
-// Server-side apply over HTTPS (checklist §7 items 79–83): PATCH application/apply-patch+yaml with
+// Server-side apply over HTTPS: PATCH application/apply-patch+yaml with
 // fieldManager and force, on the main resource and on status; managedFields on every write path;
 // the exact 409 a conflict answers. Exact Status bodies and exact fieldsV1.
 import { after, before, describe, test } from 'node:test';

@@ -10,7 +10,7 @@ import { withDeadline } from '../support/deadline.js';
 const N = 400;
 let server: StartedServer;
 before(async () => {
-  server = await startServer();
+  server = await startServer(['--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0']); // 400 GitTargets in one namespace: beyond the default quota
   await pool(Array.from({ length: N }, (_, i) => i), 8, async (i) => {
     const body = gitTarget(`gz-${String(i).padStart(3, '0')}`, 'gz');
     body.metadata.annotations = { note: 'x'.repeat(300) };

@@ -1,4 +1,4 @@
-// Issue #10 item 7, the rest, each as kube-apiserver 1.37 answers it (checked against the real one;
+// Smaller protocol points, each as kube-apiserver 1.37 answers it (checked against the real one;
 // test/cluster/protocol-differential.test.ts compares the two side by side):
 //   the deprecated /watch/ paths, Tables and PartialObjectMetadata asked for as meta.k8s.io/v1beta1,
 //   OpenAPI v3 asked for as protobuf, label keys longer than 63 bytes, and escaped field selectors.

@@ -1,4 +1,4 @@
-// Transport, health, discovery and OpenAPI over HTTPS (checklist §7 A–C, items 1–26 that apply to
+// Transport, health, discovery and OpenAPI over HTTPS (those that apply to
 // a direct client; authentication items belong to the auth suite).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -126,6 +126,10 @@ describe('B. discovery', () => {
     assert.deepEqual([...gt.subresources[0].verbs].sort(), ['get', 'patch', 'update']);
     const cr = version.resources.find((x: any) => x.resource === 'commitrequests');
     assert.equal(cr.responseKind.kind, 'CommitRequest');
+    // The create-only review: one verb, no status subresource.
+    const scan = version.resources.find((x: any) => x.resource === 'repositoryscans');
+    assert.deepEqual(scan.verbs, ['create']);
+    assert.equal(scan.subresources, undefined);
   });
   test('9: only v2beta1 plus JSON → v2beta1', async () => {
     const r = await server.get('/apis', { accept: `${AGG_V2BETA1},application/json` });
@@ -159,7 +163,9 @@ describe('B. discovery', () => {
     assert.equal(r.body.kind, 'APIResourceList');
     assert.equal(r.body.groupVersion, 'configbutler.ai/v1alpha1');
     const byName = Object.fromEntries(r.body.resources.map((x: any) => [x.name, x]));
-    assert.deepEqual(Object.keys(byName).sort(), ['commitrequests', 'commitrequests/status', 'gittargets', 'gittargets/status']);
+    assert.deepEqual(Object.keys(byName).sort(), ['commitrequests', 'commitrequests/status', 'gittargets', 'gittargets/status', 'repositoryscans']);
+    assert.deepEqual(byName.repositoryscans.verbs, ['create']);
+    assert.equal(byName.repositoryscans.storageVersionHash, undefined, 'a review is never stored');
     const gt = byName.gittargets;
     assert.equal(gt.namespaced, true);
     assert.equal(gt.kind, 'GitTarget');

@@ -257,7 +257,7 @@ test(`fuzz: ${COUNT} random requests, no 5xx, process stays up (seed ${SEED})`, 
     const o = await send(server, c.method, c.path, c.headers, c.body, c.isWatch);
     const desc = () =>
       `#${c.i} ${c.method} ${c.path} ${JSON.stringify(c.headers)} body=${c.body ? JSON.stringify(c.body.subarray(0, 120).toString('utf8')) : '-'} → ${o.status} ${o.body.slice(0, 200)}`;
-    // A resourceVersion ahead of the server is answered 504 Timeout, as kube-apiserver does (protocol §3.4).
+    // A resourceVersion ahead of the server is answered 504 Timeout, as kube-apiserver does.
     const futureRV = o.status === 504 && /"reason":"Timeout"/.test(o.body) && /Too large resource version/.test(o.body);
     if ((o.status >= 500 && !futureRV) || o.status === 0) failures.push(desc());
     else if (o.status >= 400 && c.method !== 'HEAD') {

@@ -1,5 +1,5 @@
 // Logical clusters (kcp workspaces) under /clusters/<name>/: state is partitioned, the `*`
-// wildcard lists and watches across clusters, writes through `*` are refused (protocol §6.4, K1–K6).
+// wildcard lists and watches across clusters, writes through `*` are refused.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GV, gitTarget, startServer, watch, type StartedServer } from '../support/server.js';

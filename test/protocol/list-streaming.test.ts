@@ -1,4 +1,4 @@
-// LIST bodies are streamed (issue #10 item 19): items are serialized as the client takes them, so
+// LIST bodies are streamed (docs/benchmarks.md, LIST memory): items are serialized as the client takes them, so
 // a list of 10,000 never sits in memory as one string. The bytes stay exactly what the buffered
 // responses were (JSON.stringify of the whole list, with ?pretty JSON.stringify(list, null, 2) and a
 // newline, gzip level 1) for JSON, Table, PartialObjectMetadataList, gzip and pretty, over HTTP/1.1
@@ -19,7 +19,7 @@ let server: StartedServer;
 let objects: any[];
 
 before(async () => {
-  server = await startServer(['--log-level=debug']);
+  server = await startServer(['--log-level=debug', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0']); // 160 GitTargets in one namespace: beyond the default quota
   await pool(Array.from({ length: N }, (_, i) => i), 8, async (i) => {
     const body = gitTarget(`st-${String(i).padStart(3, '0')}`, 'st');
     // Non-ASCII text too: pieces are cut by characters, bytes must still come out right.

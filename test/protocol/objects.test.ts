@@ -1,8 +1,8 @@
-// Object endpoints over HTTPS (checklist §7 D–I: create, get/list/selectors/representations,
-// update, status subresource, patch, delete) and the §9 decisions that concern them.
+// Object endpoints over HTTPS: create, get/list/selectors/representations,
+// update, status subresource, patch, delete.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GV, TABLE_ACCEPT, assertStatus, gitTarget, ns, startServer, watch, type Response, type StartedServer } from '../support/server.js';
+import { GV, TABLE_ACCEPT, assertStatus, gitTarget, ns, startServer, watch, type StartedServer } from '../support/server.js';
 
 let server: StartedServer;
 before(async () => {
@@ -305,7 +305,7 @@ describe('E. get, list, selectors, pagination, representations', () => {
     assert.equal(page.body.metadata.resourceVersion, atA);
     // Beyond the store: 504 Timeout, as for NotOlderThan.
     const future = await server.get(`${ns('exact')}?resourceVersion=${Number(patched.body.metadata.resourceVersion) + 1000}&resourceVersionMatch=Exact`);
-    assertStatus(future, 504, 'Timeout', /^Too large resource version: \d+, current: \d+$/);
+    assertStatus(future, 504, 'Timeout', /^Timeout: Too large resource version: \d+, current: \d+$/);
     // As kube-apiserver: retry after a second (header and details), with the ResourceVersionTooLarge cause.
     assert.equal(future.headers['retry-after'], '1');
     assert.deepEqual(future.body.details, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
@@ -423,7 +423,7 @@ describe('F. update (PUT)', () => {
     const stale = { ...cur, metadata: { ...cur.metadata, resourceVersion: String(Number(cur.metadata.resourceVersion) - 1) } };
     assertStatus(await server.request('PUT', `${ns('f')}/demo`, { body: stale }), 409, 'Conflict', `Operation cannot be fulfilled on ${G} "demo": ${OBJ_MODIFIED}`);
   });
-  test('65 (§9.2): PUT without resourceVersion → 422', async () => {
+  test('65: PUT without resourceVersion → 422, as for CRDs', async () => {
     const { resourceVersion: _rv, ...meta } = cur.metadata;
     const r = await server.request('PUT', `${ns('f')}/demo`, { body: { ...cur, metadata: meta } });
     assertStatus(r, 422, 'Invalid', 'GitTarget.configbutler.ai "demo" is invalid: metadata.resourceVersion: Invalid value: "0x0": must be specified for an update');

@@ -6,7 +6,7 @@ import { gitTarget, ns, pool, startServer, type StartedServer } from '../support
 
 let server: StartedServer;
 before(async () => {
-  server = await startServer();
+  server = await startServer(['--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0']); // 260 GitTargets in one namespace: beyond the default quota
 });
 after(() => server?.stop());
 

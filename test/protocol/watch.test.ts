@@ -1,4 +1,4 @@
-// The watch protocol over HTTPS (checklist §7 J, items 96–105) and resumption: a watch resumed
+// The watch protocol over HTTPS and resumption: a watch resumed
 // from the last resourceVersion seen before a disconnect delivers exactly the later events, none
 // twice. One HTTP/2 check that a watch's headers arrive before any event.
 import { after, before, describe, test } from 'node:test';

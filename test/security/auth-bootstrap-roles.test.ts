@@ -1,4 +1,4 @@
-// Item 10 of issue 8: in RBAC mode a user granted only resource verbs could not run
+// In RBAC mode a user granted only resource verbs could not run
 // `kubectl create -f` (client-side validation could not download OpenAPI). kube-apiserver's
 // bootstrap roles system:discovery, system:basic-user and system:public-info-viewer are built in
 // (the last also for unauthenticated clients); --rbac-bootstrap-roles=false leaves them out.

@@ -1,4 +1,4 @@
-// Item 7 of issue 8, Delegated mode: each impersonated attribute is one SubjectAccessReview with
+// Impersonation in Delegated mode: each impersonated attribute is one SubjectAccessReview with
 // verb impersonate, sent to the hosting cluster (or to the addressed kcp workspace) before the
 // request's own review, which is then the impersonated user's.
 import { before, after, test } from 'node:test';
@@ -22,6 +22,7 @@ let ivan: KeyPair;
 
 before(async () => {
   fake = await startFakeHostingCluster();
+  fake.setNamespace('team-a', 'Active'); // the hosting cluster's namespace of the objects created below (NamespaceLifecycle)
   ctx.after(() => fake.close());
   const clientCA = makeCA('hosting-client-ca');
   fake.setConfigMap({ 'client-ca-file': clientCA.certPem });

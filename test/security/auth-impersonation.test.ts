@@ -1,4 +1,4 @@
-// Item 7 of issue 8: `kubectl --as alice` ran as the real user, and a CommitRequest created that
+// `kubectl --as alice` ran as the real user, and a CommitRequest created that
 // way recorded the real user as submitter. Impersonation now works as in k8s.io/apiserver: each
 // impersonated attribute is authorized (verb impersonate), then the request, its authorization,
 // assert-author and status.submitter are the impersonated user's.

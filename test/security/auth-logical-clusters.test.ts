@@ -1,4 +1,4 @@
-// Item 8 of issue 8: in RBAC mode the policy ignored logical clusters. alice, granted in team-a of
+// In RBAC mode the policy ignored logical clusters. alice, granted in team-a of
 // the default cluster, could create under /clusters/foo/..., and a wildcard list returned team-a
 // objects of every cluster. A grant now applies only in the cluster its object names (annotation
 // kcp.io/cluster; the default cluster without it), and /clusters/* needs an explicit grant.

@@ -1,4 +1,4 @@
-// Item 9 of issue 8: client-certificate chains were verified by hand (dates, EKU, CA:TRUE and
+// Client-certificate chains were verified by hand (dates, EKU, CA:TRUE and
 // signatures, but not path length, name constraints or keyCertSign). OpenSSL verifies them now, in
 // the TLS handshake; each authenticator then requires the chain's root to be in its own bundle.
 import { before, after, test } from 'node:test';

@@ -29,7 +29,7 @@ test('a continue token beyond the store RV answers 504 Timeout', { timeout: 60_0
   const list = await server.get(`${ns('default')}?limit=1`);
   const current = Number(list.body.metadata.resourceVersion);
   const r = await server.get(`${ns('default')}?limit=1&continue=${token(999999, '')}`);
-  assertStatus(r, 504, 'Timeout', `Too large resource version: 999999, current: ${current}`);
+  assertStatus(r, 504, 'Timeout', `Timeout: Too large resource version: 999999, current: ${current}`);
   // A token at the current RV still works.
   const ok = await server.get(`${ns('default')}?limit=1&continue=${list.body.metadata.continue}`);
   assert.equal(ok.status, 200);

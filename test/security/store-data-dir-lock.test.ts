@@ -1,13 +1,18 @@
-// Item 6 of issue 8: two servers on one --data-dir handed out the same resourceVersions and the
+// Two servers on one --data-dir handed out the same resourceVersions and the
 // second rewrote admin.kubeconfig. The directory is locked before anything is written into it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.js';
+import { fileURLToPath } from 'node:url';
 import { MAIN, serveUntilExit } from './serve-process.js';
+import { freePort } from '../support/net.js';
+import { until, withDeadline } from '../support/deadline.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 const LOCK = 'reverser-apiserver.lock';
 
@@ -81,3 +86,69 @@ test('a lock held by another host is never taken over', { timeout: 30_000 }, asy
 });
 
 void MAIN;
+
+test('release removes only our own lock: a lock another holder wrote since (same pid and start time) stays', async (t) => {
+  const { lockDataDir } = await import('../../src/storage/data-dir-lock.js');
+  const dir = mkdtempSync(join(tmpdir(), 'sec-lock-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // Another holder whose pid and start time equal ours (pid 1 of a restarted container on the same
+  // host name): only the token tells them apart.
+  const a = lockDataDir(dir);
+  const other = { ...readLock(dir), token: 'another-holder' };
+  writeFileSync(join(dir, LOCK), JSON.stringify(other) + '\n');
+  a.release();
+  assert.deepEqual(readLock(dir), other, 'the other holder\'s lock is kept');
+  rmSync(join(dir, LOCK));
+
+  // In one process: b takes over a's lock (our own pid counts as stale), then a releases late.
+  const first = lockDataDir(dir);
+  const second = lockDataDir(dir);
+  const held = readLock(dir);
+  first.release();
+  assert.deepEqual(readLock(dir), held, 'the second lock survives the first one\'s release');
+  second.release();
+  assert.equal(existsSync(join(dir, LOCK)), false);
+  assert.deepEqual(readdirSync(dir), [], 'nothing left aside');
+});
+
+test('npm start, then Ctrl-C (SIGINT to the process group): the server stops cleanly and releases the lock', { timeout: 120_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sec-lock-npm-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  // detached: its own process group, as a terminal's foreground job is.
+  const npm = spawn('npm', ['start', '--', '--data-dir', dir, '--secure-port', String(port), '--controllers=none'], {
+    cwd: REPO, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  npm.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
+  t.after(() => {
+    try {
+      process.kill(-npm.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  });
+  await until(() => out.includes('reverser-apiserver is serving on'), `npm start to serve:\n${out}`, 60_000, 50);
+  const holder = readLock(dir);
+  assert.notEqual(holder.pid, npm.pid, 'the server holds the lock, not npm');
+  process.kill(-npm.pid!, 'SIGINT');
+  await withDeadline(exited, `npm start to exit after SIGINT:\n${out}`, 30_000);
+  // The server itself (npm may exit first) is gone, and so is its lock.
+  await until(() => {
+    try {
+      process.kill(holder.pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  }, `the server (pid ${holder.pid}) to exit:\n${out}`, 30_000, 50);
+  assert.equal(existsSync(join(dir, LOCK)), false, `lock released:\n${out}`);
+  const stopped = out.split('\n').filter((l) => l.includes('shutting down')).map((l) => JSON.parse(l));
+  assert.deepEqual(stopped.map((l) => [l.msg, l.signal]), [['shutting down', 'SIGINT']], out);
+  assert.doesNotMatch(out, /"level":"error"|Error:/, out);
+  // The port is free again: the next start on the same directory works at once.
+  const again = await startServer(['--data-dir', dir, `--cert-dir=${join(dir, 'certs')}`, '--secure-port', String(port)], { port });
+  await again.stop();
+});

@@ -1,4 +1,4 @@
-// Item 5 of issue 8: the embedded store's files used to accept damage silently (a deleted
+// The embedded store's files used to accept damage silently (a deleted
 // snapshot, a deleted line, an edited value, a forged record). Each record now carries its sequence
 // number and a checksum and the log names the snapshot it continues; damage refuses start-up with
 // the file, the byte offset and how to recover. Only a torn tail is dropped (logged at warn).

@@ -147,7 +147,7 @@ test('embedded: fan-out of one event to 1,000 watchers is cheap', async (t) => {
   assert.ok(p99 < 100, `p99 ${p99} ms`);
 });
 
-test('embedded: watchers end cleanly on close', async (t) => {
+test('embedded: watchers end cleanly on close', async () => {
   const s = await createEmbeddedStore({});
   const c = new Collector();
   await s.watch(CM, { fromRV: 0 }, c.cb);

@@ -71,6 +71,16 @@ export interface FakeHostingCluster {
    */
   apiServices?: Map<string, any>;
   apiServicesStatus?: number;
+  /**
+   * The cluster's namespaces (name → phase), listed, read and watched at /api/v1/namespaces and,
+   * for a logical cluster not proxied to `workspaces`, at /clusters/<name>/api/v1/namespaces. Starts
+   * with default, kube-system, kube-public and kube-node-lease; change it with setNamespace.
+   */
+  namespaces: Map<string, 'Active' | 'Terminating'>;
+  /** Answers every namespace call with this HTTP error instead (e.g. 403: the server may not read namespaces). */
+  namespacesStatus?: number;
+  /** Adds, changes (phase) or (undefined) deletes a namespace, and notifies namespace watchers. */
+  setNamespace(name: string, phase: 'Active' | 'Terminating' | undefined): void;
   /** Replaces the ConfigMap data (undefined = the ConfigMap does not exist) and notifies watchers. */
   setConfigMap(data: Record<string, string> | undefined): void;
   sars(): RecordedCall[];
@@ -84,6 +94,9 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'fake-hosting-'));
   const hanging = new Set<ServerResponse>();
   const watchers = new Set<ServerResponse>();
+  const nsWatchers = new Set<ServerResponse>();
+  /** Every namespace event, so a watch from a resourceVersion replays what it missed since its list. */
+  const nsEvents: Array<{ rv: number; line: string }> = [];
   const proxied = new Set<ClientRequest>();
   let cmData: Record<string, string> | undefined;
   let rv = 1;
@@ -92,6 +105,10 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     kind: 'ConfigMap', apiVersion: 'v1',
     metadata: { name: 'extension-apiserver-authentication', namespace: 'kube-system', resourceVersion: String(rv) },
     data: cmData,
+  });
+
+  const nsObject = (name: string, phase: string) => ({
+    kind: 'Namespace', apiVersion: 'v1', metadata: { name, resourceVersion: String(rv) }, spec: { finalizers: ['kubernetes'] }, status: { phase },
   });
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
@@ -115,6 +132,17 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     onSAR: () => ({ allowed: false }),
     onTokenReview: () => false,
     apiBindings: new Map(),
+    namespaces: new Map(['default', 'kube-system', 'kube-public', 'kube-node-lease'].map((n) => [n, 'Active' as const])),
+    setNamespace(name, phase) {
+      const existed = fake.namespaces.get(name);
+      rv++;
+      if (phase === undefined) fake.namespaces.delete(name);
+      else fake.namespaces.set(name, phase);
+      const type = phase === undefined ? 'DELETED' : existed ? 'MODIFIED' : 'ADDED';
+      const line = JSON.stringify({ type, object: nsObject(name, phase ?? existed ?? 'Active') }) + '\n';
+      nsEvents.push({ rv, line });
+      for (const w of nsWatchers) w.write(line);
+    },
     setConfigMap(data) {
       const existed = cmData !== undefined;
       cmData = data;
@@ -125,7 +153,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
     sars: () => fake.calls.filter((c) => c.path.endsWith('/subjectaccessreviews')),
     tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
     async close() {
-      for (const r of [...hanging, ...watchers, ...proxied]) r.destroy();
+      for (const r of [...hanging, ...watchers, ...nsWatchers, ...proxied]) r.destroy();
       // Stop listening first, then end every socket, including one still in its TLS handshake
       // (a client reconnecting its watch), which closeAllConnections() does not know about.
       const closed = new Promise<void>((r) => server.close(() => r()));
@@ -174,6 +202,8 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       return;
     }
     if (ws && fake.workspaces) return proxy(req, res, raw, fake.workspaces);
+    const nsPath = (ws ? ws[2]! : url.pathname).match(/^\/api\/v1\/namespaces(?:\/([^/]+))?$/);
+    if (req.method === 'GET' && nsPath) return namespaces(res, url, nsPath[1] && decodeURIComponent(nsPath[1]));
     if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication') {
       if (cmData === undefined) {
         send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: 'configmaps "extension-apiserver-authentication" not found' });
@@ -190,6 +220,24 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       return;
     }
     send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `no route ${req.method} ${url.pathname}` });
+  };
+
+  const namespaces = (res: ServerResponse, url: URL, name: string | undefined): void => {
+    if (fake.namespacesStatus) return answerError(res, { status: fake.namespacesStatus });
+    if (name !== undefined) {
+      const phase = fake.namespaces.get(name);
+      if (phase) return send(res, 200, nsObject(name, phase));
+      return send(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `namespaces "${name}" not found`, details: { name, kind: 'namespaces' } });
+    }
+    if (url.searchParams.get('watch') !== 'true') {
+      return send(res, 200, { kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: String(rv) }, items: [...fake.namespaces].map(([n, p]) => nsObject(n, p)) });
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
+    const since = Number(url.searchParams.get('resourceVersion') ?? '0');
+    for (const e of nsEvents) if (e.rv > since) res.write(e.line);
+    nsWatchers.add(res);
+    res.on('close', () => nsWatchers.delete(res));
   };
 
   const proxy = (req: IncomingMessage, res: ServerResponse, raw: string, to: NonNullable<FakeHostingCluster['workspaces']>): void => {

@@ -24,7 +24,8 @@ export interface RedisServer {
 }
 
 
-export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<RedisServer> {
+/** `requirepass`: clients must AUTH with this password (the URL carries none). */
+export async function startRedis(opts: { appendonly?: boolean; requirepass?: string } = {}): Promise<RedisServer> {
   const dir = await mkdtemp(join(tmpdir(), 'redis-test-'));
   let port = await freePort();
   let proc: ChildProcess | undefined;
@@ -36,6 +37,7 @@ export async function startRedis(opts: { appendonly?: boolean } = {}): Promise<R
         '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
         '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfsync', 'always',
         '--protected-mode', 'no', '--daemonize', 'no', '--loglevel', 'notice',
+        ...(opts.requirepass ? ['--requirepass', opts.requirepass] : []),
       ];
       const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       proc = p;

@@ -75,6 +75,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Port to listen on (a restart on the same address); a free one when absent. */
   port?: number;
+  /** Extra environment variables of the server process. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -117,7 +119,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const child: ChildProcess = spawn(
     process.execPath,
     [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...insecureCredentialsDefault(extraArgs), ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ? { ...process.env, ...opts.env } : process.env },
   );
   let out = '';
   let err = '';

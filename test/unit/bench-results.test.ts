@@ -1,6 +1,6 @@
 // Benchmarks write their raw figures as JSON (bench/common/results.ts) and docs/benchmarks.md's
 // tables are generated from the newest file per scenario (scripts/bench-report.mjs), so a table
-// cannot drift from what was measured (issue #10 item 18).
+// cannot drift from what was measured.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';

@@ -83,3 +83,35 @@ test('file and address flags are checked before the data directory is touched: e
     assert.equal(existsSync(dataDir), false, `${flags.join(' ')} created the data directory`);
   }
 });
+
+test('every boolean flag takes the bare form, =true and =false, as kube\'s flags do', async () => {
+  const { BOOLEAN_FLAGS, allServeFlags, parseServeFlags } = await import('../../src/cli/options.js');
+  // Every flag documented as true/false is a boolean flag (so none is left needing a value).
+  for (const f of allServeFlags()) {
+    if (f.default === 'true' || f.default === 'false' || f.description.startsWith('true:')) assert.ok(BOOLEAN_FLAGS.has(f.name), f.name);
+  }
+  const hosting = ['--kubeconfig', '/nonexistent/kubeconfig'];
+  const read = {
+    'sandbox': (o: any) => o.sandbox,
+    'register-apiservice': (o: any) => o.registration.enabled,
+    'authentication-skip-lookup': (o: any) => o.authn.hosting?.skipLookup ?? o.authn.skipLookup,
+    'authentication-tolerate-lookup-failure': (o: any) => o.authn.hosting?.tolerateLookupFailure ?? o.authn.tolerateLookupFailure,
+    'rbac-bootstrap-roles': (o: any) => o.authz.bootstrapRoles,
+    'allow-insecure-credentials': (o: any) => o.tenantInput.allowInsecureCredentials,
+    'allow-file-repositories': (o: any) => o.tenantInput.allowFileRepositories,
+  } as Record<string, (o: unknown) => unknown>;
+  assert.deepEqual(Object.keys(read).sort(), [...BOOLEAN_FLAGS].sort());
+  for (const name of BOOLEAN_FLAGS) {
+    const extra = name === 'rbac-bootstrap-roles' ? ['--authorization-mode=RBAC', '--authorization-policy-file=/nonexistent.yaml'] : [];
+    for (const [form, want] of [[`--${name}`, true], [`--${name}=true`, true], [`--${name}=false`, false], [`--${name}=T`, true], [`--${name}=0`, false]] as const) {
+      const o = parseServeFlags([...hosting, ...extra, form]);
+      assert.equal(read[name]!(o), want, `${form}`);
+    }
+    assert.throws(() => parseServeFlags([...hosting, ...extra, `--${name}=yes`]), /true or false/, `--${name}=yes`);
+  }
+  // Through the binary: --register-apiservice alone used to fail with "argument missing".
+  const r = await run(['serve', '--register-apiservice', '--secure-port=notaport']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /--secure-port/);
+  assert.doesNotMatch(r.stderr, /argument missing|register-apiservice/);
+});

@@ -1,7 +1,6 @@
 // GET of one object and LIST of a collection (with selectors, pagination and the Table and
 // PartialObjectMetadata representations).
 import * as status from '../../api/status.js';
-import type { KubeObject } from '../../model/object.js';
 import { negotiateAs } from '../negotiation.js';
 import { jsonOf, send, sendJSONText, sendList } from '../respond.js';
 import type { ListBody } from '../list-body.js';

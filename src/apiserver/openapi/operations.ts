@@ -81,6 +81,8 @@ function gvInfix(group: string, version: string): string {
   return (group || 'core').split('.').map(cap).join('') + cap(version);
 }
 
+const VERB_OF_ACTION: Record<Operation['action'], string> = { get: 'get', list: 'list', post: 'create', put: 'update', patch: 'patch', delete: 'delete', deletecollection: 'deletecollection' };
+
 export function resourcePaths(r: ResourceDefinition): PathItem[] {
   const gvk = { group: r.group, version: r.version, kind: r.kind };
   const kindRef = definitionName(r.group, r.version, r.kind);
@@ -137,5 +139,10 @@ export function resourcePaths(r: ResourceDefinition): PathItem[] {
       operations: [get('status of ', 'Status'), put('status of ', 'Status'), patch('status of ', 'Status')],
     });
   }
-  return items;
+  if (!r.verbs) return items;
+  // A resource serving only some verbs (a create-only review) publishes only their operations.
+  const served = new Set(r.verbs);
+  return items
+    .map((i) => ({ ...i, operations: i.operations.filter((o) => served.has(VERB_OF_ACTION[o.action])) }))
+    .filter((i) => i.operations.length > 0);
 }

@@ -1,4 +1,4 @@
-// Who authors a CommitRequest's commit (design §3, upstream digest §4.3): the asserted author
+// Who authors a CommitRequest's commit (docs/api.md#commitrequest, docs/attribution.md): the asserted author
 // (spec.author, authorized at create), else the submitter — named by the same rules as an audited
 // user (attribution/author.ts). The committer is always the server identity and is not decided here.
 import { authorOfIdentity } from '../../attribution/author.js';
@@ -6,6 +6,7 @@ import { windowKeyOfUser } from '../../attribution/join.js';
 import type { Person } from '../../git/index.js';
 import type { KubeObject } from '../../storage/types.js';
 import type { AuthorKind } from '../windows/record.js';
+import type { CommitRequestSpec } from '../../api/commitrequest.js';
 
 export { derivedEmail } from '../../attribution/author.js';
 
@@ -27,7 +28,7 @@ function submitterOf(cr: KubeObject): { username?: string; extra?: Record<string
 }
 
 export function authorshipOf(cr: KubeObject): Authorship | undefined {
-  const spec = cr.spec as { author?: { name: string; email: string } } | undefined;
+  const spec = cr.spec as CommitRequestSpec | undefined;
   const sub = submitterOf(cr);
   const claims = sub?.username ? windowKeyOfUser(sub.username) : undefined;
   if (spec?.author) return { author: { name: spec.author.name, email: spec.author.email }, kind: 'asserted', reason: 'AssertedAuthor', claims };

@@ -16,6 +16,7 @@ import { writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
+import { PathClaims } from './path-claims.js';
 import type { AuthorityVerifier } from '../authority/verifier.js';
 
 export interface MirrorDeps {
@@ -95,6 +96,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const client = deps.client ?? SystemClient.forStore(store);
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
+  const claims = new PathClaims();
   const pendingStatus = new Map<string, NodeJS.Timeout>();
   const ownInformer = !deps.gitTargets;
   const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
@@ -153,6 +155,20 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
         synced: none,
         streams: { ready: 0, total: 0 },
         suspended: spec?.suspend === true,
+      });
+      return;
+    }
+    const conflict = claims.conflictFor(key);
+    if (conflict) {
+      // One folder, one GitTarget: the losing claim neither mirrors nor commits (path-claims.ts).
+      await teardown(key);
+      const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
+      await writeStatus(key, uid, {
+        generation,
+        validated: { status: 'False', reason: 'PathConflict', message: conflict.message },
+        sourceReachable: idle,
+        synced: { status: 'False', reason: 'NotStarted', message: 'nothing is mirrored while another GitTarget owns the folder' },
+        streams: { ready: 0, total: 0 },
       });
       return;
     }
@@ -247,8 +263,16 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
   deps.authority?.onChange((key) => queue.add(key));
   informer.on({
-    upsert: (o) => queue.add(keyOf(o, clusterOf(o))),
-    delete: (o) => queue.add(keyOf(o, clusterOf(o))),
+    upsert: (o) => {
+      const key = keyOf(o, clusterOf(o));
+      for (const k of claims.upsert(o)) queue.add(k);
+      queue.add(key);
+    },
+    delete: (o) => {
+      const key = keyOf(o, clusterOf(o));
+      for (const k of claims.remove(key)) queue.add(k);
+      queue.add(key);
+    },
   });
   keeper.onLost((lease) => {
     for (const [key, r] of running) {
@@ -259,11 +283,17 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     }
   });
   if (ownInformer) await informer.start();
-  else for (const o of informer.list()) queue.add(keyOf(o, clusterOf(o)));
+  else
+    for (const o of informer.list()) {
+      claims.upsert(o);
+      queue.add(keyOf(o, clusterOf(o)));
+    }
 
   return {
     async stop() {
-      queue.stop();
+      // Not awaited (as before lint): a reconcile in flight may be waiting on its source; the
+      // teardowns below end its streams.
+      void queue.stop();
       if (ownInformer) informer.stop();
       for (const t of pendingStatus.values()) clearTimeout(t);
       await Promise.all([...running.keys()].map((k) => teardown(k)));

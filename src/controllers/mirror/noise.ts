@@ -1,4 +1,4 @@
-// Cluster noise (design §6, digest §9): objects every cluster generates on its own. The mirror skips
+// Cluster noise (docs/git-engine.md): objects every cluster generates on its own. The mirror skips
 // them unless a GitTarget sets `includeClusterNoise: true`.
 import type { KubeObject } from '../../storage/types.js';
 

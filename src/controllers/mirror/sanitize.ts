@@ -1,4 +1,4 @@
-// What of a live source object is written to Git (design §6, digest §2). It lives with the mirror,
+// What of a live source object is written to Git (docs/git-engine.md). It lives with the mirror,
 // not in git/: the git engine writes whatever objects it is given and knows nothing of clusters.
 // The sanitized object is built from an allowlist rather than stripped from a copy, so a field the
 // server adds later never leaks.

@@ -5,7 +5,7 @@
 // informer style. Events are delivered only once they are durable (Store.waitDurable): a
 // controller must never act on a write a crash could still take back.
 import type { KubeObject, ListResult, ObjectKey, ResourceRef, Store, StoreEvent, WatchHandle } from '../../storage/types.js';
-import { DEFAULT_CLUSTER, StorageError } from '../../storage/types.js';
+import { DEFAULT_CLUSTER, type StorageError } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
 
 /** What an informer reads. Today the Store; the registry's controller API once it offers list+watch. */

@@ -10,6 +10,7 @@ import { DEFAULT_CLUSTER, type KubeObject } from '../../storage/types.js';
 import { clusterOf } from '../runtime/index.js';
 import { SourceError } from './client.js';
 import type { SourceConnector } from './connector.js';
+import type { GitTargetSpec } from '../../api/gittarget.js';
 
 export type GitCredentialsOf = (gitTarget: KubeObject) => Promise<GitCredentials | undefined>;
 
@@ -17,7 +18,7 @@ export function workspaceGitCredentials(connector: SourceConnector, fallback: Gi
   return async (gt) => {
     const cluster = clusterOf(gt);
     if (cluster === '*') return fallback(gt);
-    const name = (gt.spec as { repository?: { secretRef?: { name?: string } } } | undefined)?.repository?.secretRef?.name;
+    const name = (gt.spec as GitTargetSpec | undefined)?.repository?.secretRef?.name;
     if (!name) return undefined;
     const ns = gt.metadata.namespace ?? '';
     const where = cluster === DEFAULT_CLUSTER ? `namespace "${ns}" of the hosting cluster` : `namespace "${ns}" of logical cluster "${cluster}"`;

@@ -1,4 +1,4 @@
-// kubeconfig Secrets (design §3 GitTarget `spec.source`, digest §6): which key holds the kubeconfig,
+// kubeconfig Secrets (docs/configuration.md#mirroring-and-source-clusters): which key holds the kubeconfig,
 // and what a kubeconfig from a Secret may not contain. A refusal is a verdict (Validated=False with
 // one of the reasons below), never an exception that crashes or loops.
 //

@@ -30,7 +30,7 @@ export async function drainTarget(records: WindowRecords, cfg: AttributionConfig
     const q = e.change ? queryOf(e.change, route) : undefined;
     const m = q ? await cfg.facts.find(q) : undefined;
     // A removal found only by its object's last write waits for its own delete evidence until the
-    // grace ends; only then is the last writer the best answer left (upstream digest §5.6).
+    // grace ends; only then is the last writer the best answer left (docs/attribution.md).
     if (m && (!provisional(m) || e.deadline <= now)) found.set(e.seq, attributionOf(m));
     else if (!q) found.set(e.seq, UNRESOLVED);
     else if (e.deadline > now) break;

@@ -18,7 +18,7 @@ import { SystemClient } from '../client.js';
 import { AuditConditionWriter, STAGING_POLL_MS, drainTarget } from './attribution.js';
 import { generatedMessage } from './message.js';
 import { closeDue, policyOf } from './policy.js';
-import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
+import { WINDOWS_RESOURCE, WindowRecords, hasWork, noteFailedAttempt, pendingCount, recordSnapshot, unchanged, type AuthorKind, type RequestOutcome, type Window, type WindowRecord } from './record.js';
 import { StoreWindowSink } from './sink.js';
 import { ORPHAN_AGE_MS } from './chunks.js';
 import { flushStaging, nextStagingDeadline } from './staging.js';
@@ -294,6 +294,8 @@ export class WindowsController {
     const reason = err?.reason ?? 'CommitFailed';
     const msg = (e as Error)?.message ?? String(e);
     this.deps.log.warn('window commit failed', { gitTarget: `${target.namespace}/${target.name}`, reason, error: msg, attempt: w.closing?.attempts });
+    // Durably: the windows queued behind this one coalesce from now on (record.ts, coalesceBacklog).
+    await this.records.mutate(target, (r) => noteFailedAttempt(r, w.seq, Date.now())).catch(() => undefined);
     await this.writeTargetStatus(gt, { repoError: { reason, message: msg } }).catch(() => undefined);
     // A failure a retry cannot fix ends the attached CommitRequest now (the changes stay pending
     // and are retried, authored by the committer); transient ones keep it attached.

@@ -5,12 +5,13 @@ import { GitEngineError } from '../../git/errors.js';
 import { credentialsFromSecret, type GitCredentials, type SecretLike } from '../../git/repository-url.js';
 import type { KubeObject, Store } from '../../storage/types.js';
 import { clusterOf } from '../runtime/index.js';
+import type { GitTargetSpec } from '../../api/gittarget.js';
 
 export const SECRETS = { group: '', resource: 'secrets' };
 
 export function secretCredentials(store: Pick<Store, 'get'>) {
   return async (gt: KubeObject): Promise<GitCredentials | undefined> => {
-    const name = (gt.spec as { repository?: { secretRef?: { name?: string } } } | undefined)?.repository?.secretRef?.name;
+    const name = (gt.spec as GitTargetSpec | undefined)?.repository?.secretRef?.name;
     if (!name) return undefined;
     const ns = gt.metadata.namespace ?? '';
     const secret = await store.get(SECRETS, { cluster: clusterOf(gt), namespace: ns, name });

@@ -1,6 +1,7 @@
 // When a window closes, as pure functions of the GitTarget's spec.commit and the window.
 import type { KubeObject } from '../../storage/types.js';
 import type { Window, WindowRecord } from './record.js';
+import type { GitTargetSpec } from '../../api/gittarget.js';
 
 export interface CommitPolicy {
   mode: 'Auto' | 'OnRequest';
@@ -11,7 +12,7 @@ export interface CommitPolicy {
 export const DEFAULT_POLICY: CommitPolicy = { mode: 'Auto', idleMs: 5_000, maxAgeMs: 600_000 };
 
 export function policyOf(gitTarget: KubeObject | undefined): CommitPolicy {
-  const c = ((gitTarget?.spec as { commit?: Record<string, unknown> } | undefined)?.commit ?? {}) as Record<string, unknown>;
+  const c: Partial<NonNullable<GitTargetSpec['commit']>> = (gitTarget?.spec as GitTargetSpec | undefined)?.commit ?? {};
   return {
     mode: c.mode === 'OnRequest' ? 'OnRequest' : 'Auto',
     idleMs: typeof c.idleSeconds === 'number' ? c.idleSeconds * 1000 : DEFAULT_POLICY.idleMs,

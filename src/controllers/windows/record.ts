@@ -58,8 +58,12 @@ export interface Window {
   /** ...holding this many changes. */
   chunkedChanges?: number;
   request?: AttachedRequest;
-  /** Set once the window is closed: nothing joins it any more and it is committed next. */
-  closing?: { reason: string; at: number; attempts: number };
+  /**
+   * Set once the window is closed: nothing joins it any more and it is committed next.
+   * `failedAt`: when an attempt to commit it last failed (only the first window is ever attempted).
+   * `windows`: how many closed windows were coalesced into this one (coalesceBacklog), when more than one.
+   */
+  closing?: { reason: string; at: number; attempts: number; failedAt?: number; windows?: number };
 }
 
 export interface RequestOutcome {
@@ -163,16 +167,64 @@ export function recordSnapshot(r: WindowRecord, id: string, o: WindowOutcome): v
 
 /** Appends changes to a window: latest per object wins, keeping the position it was first seen at. */
 export function mergeChanges(w: Window, changes: PendingChange[]): void {
+  mergeKeyed(w, changes.map((change) => ({ key: changeKey(change), change })));
+}
+
+function mergeKeyed(w: Window, changes: Window['changes']): void {
   const at = new Map(w.changes.map((c, i) => [c.key, i]));
-  for (const change of changes) {
-    const key = changeKey(change);
-    const i = at.get(key);
-    if (i !== undefined) w.changes[i] = { key, change };
+  for (const c of changes) {
+    const i = at.get(c.key);
+    if (i !== undefined) w.changes[i] = c;
     else {
-      at.set(key, w.changes.length);
-      w.changes.push({ key, change });
+      at.set(c.key, w.changes.length);
+      w.changes.push(c);
     }
   }
+}
+
+/** Closed windows waiting behind the first one past which they coalesce even while commits succeed. */
+export const COALESCE_QUEUED_WINDOWS = 64;
+
+/**
+ * Bounds a backlog by the objects in it, not by the edits. While the first window's commit is
+ * failing (a remote outage), or once more than COALESCE_QUEUED_WINDOWS closed windows wait behind
+ * it (commits slower than edits), each closed window behind the first one joins the closed window
+ * before it when both are the same author's plain changes: latest change per object wins, at the
+ * position first seen. What stays apart: the first window (it is the one being committed; a
+ * counted attempt may already have pushed it), another author's window (attribution is the
+ * product: each author's edits stay their own commit), a window a CommitRequest claimed (its
+ * message and outcome are the request's), a snapshot. With one author the record then holds at
+ * most two windows whatever the number of edits; with authors alternating, one window per run
+ * of one author's edits. The result is the same tree, committed in fewer commits.
+ * Run by WindowRecords.mutate on every transition.
+ */
+export function coalesceBacklog(r: WindowRecord): void {
+  const head = r.windows[0];
+  if (!head?.closing || r.windows.length < 3) return;
+  if (head.closing.failedAt === undefined && r.windows.length - 1 <= COALESCE_QUEUED_WINDOWS) return;
+  const kept: Window[] = [head];
+  for (let i = 1; i < r.windows.length; i++) {
+    const w = r.windows[i];
+    const prev = kept[kept.length - 1];
+    if (kept.length > 1 && coalescible(prev) && coalescible(w) && prev.authorKey === w.authorKey) {
+      mergeKeyed(prev, w.changes);
+      prev.lastChangeAt = Math.max(prev.lastChangeAt, w.lastChangeAt);
+      prev.closing!.windows = (prev.closing!.windows ?? 1) + (w.closing!.windows ?? 1);
+      continue;
+    }
+    kept.push(w);
+  }
+  r.windows = kept;
+}
+
+function coalescible(w: Window): boolean {
+  return w.closing !== undefined && w.kind === 'changes' && !w.request && !w.chunks;
+}
+
+/** The first window's commit attempt failed (coalesceBacklog starts coalescing behind it). */
+export function noteFailedAttempt(r: WindowRecord, seq: number, at: number): void {
+  const w = r.windows[0];
+  if (w?.seq === seq && w.closing) w.closing.failedAt = at;
 }
 
 export class WindowRecords {
@@ -196,6 +248,7 @@ export class WindowRecords {
       const next: WindowRecord = cur && !stale ? structuredClone(cur) : emptyRecord(t);
       const out = fn(next);
       if (out && typeof out === 'object' && (out as { unchanged?: boolean }).unchanged === true) return (out as { value: T }).value;
+      coalesceBacklog(next);
       try {
         if (!cur) await this.store.create(WINDOWS_RESOURCE, recordKey(t), next);
         else await this.store.update(WINDOWS_RESOURCE, recordKey(t), next, Number(cur.metadata.resourceVersion));

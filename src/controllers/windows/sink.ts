@@ -7,7 +7,7 @@ import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { policyOf } from './policy.js';
 import { CHUNK_SIZE, WindowChunks } from './chunks.js';
-import { recordSnapshot, unchanged, type WindowRecord, type WindowRecords } from './record.js';
+import { unchanged, type WindowRecord, type WindowRecords } from './record.js';
 import { flushStaging, stageChanges, stageSnapshot } from './staging.js';
 import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';

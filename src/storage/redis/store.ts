@@ -76,7 +76,6 @@ class RedisStore implements Store {
   private readonly cmd: Redis | Cluster;
   private readonly sub: Redis | Cluster;
   private readonly cache: WatchCache;
-  private readonly retention: number;
   private readonly states = new Map<string, Promise<ResState>>();
   private readonly byLog = new Map<string, ResState>();
   private subId: number | undefined;
@@ -126,7 +125,6 @@ class RedisStore implements Store {
       progressIntervalMs: opts.progressIntervalMs,
       freeze: opts.freezeObjects,
     });
-    this.retention = this.cache.retention;
     // Idle resources with watchers are synced periodically so bookmarks carry the latest RV.
     this.timer = setInterval(() => {
       if (this.unhealthyReason()) return;
@@ -177,7 +175,7 @@ class RedisStore implements Store {
           const members = await this.cmd.smembers(this.keys.clusters(res));
           const m = this.cmd.multi().get(this.keys.rv()).smembers(this.keys.clusters(res));
           for (const c of members) m.hgetall(this.keys.objects(c, res));
-          m.xrevrange(st.logKey, '+', '-', 'COUNT', this.retention);
+          m.xrevrange(st.logKey, '+', '-', 'COUNT', this.cache.retentionOf(resourceId(res)));
           const out = checked(await m.exec());
           const again = out[1] as string[];
           // A cluster that got its first object in between: read again with it.
@@ -390,7 +388,7 @@ class RedisStore implements Store {
     const keys = [this.keys.rv(), this.keys.objects(key.cluster, res), this.keys.log(res), this.keys.clusters(res)];
     let r: [string, (string | number)?, string?];
     try {
-      r = (await this.script(writeScript, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.retention], (x) => (x as string[])[0] === 'ok')) as typeof r;
+      r = (await this.script(writeScript, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.cache.retentionOf(resourceId(res))], (x) => (x as string[])[0] === 'ok')) as typeof r;
     } catch (err) {
       throw this.unavailable(err);
     }

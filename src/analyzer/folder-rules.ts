@@ -1,0 +1,117 @@
+// The gate's rules for a folder, over the analyses of its files (src/analyzer/file-rules.ts): every
+// file's own findings, identities claimed twice, namespaces the layout implies, and folders other
+// GitTargets claim. Pure: the scans (src/analyzer/scan.ts) and the git engine's folder index
+// (src/git/folder-index.ts) both decide with it.
+import type { FileAnalysis } from './file-rules.js';
+import type { Finding, FolderClaim, FolderVerdict, ObjectIdentity } from './types.js';
+
+/** "." and "" are the root; a trailing "/" is dropped. */
+export function normalizeFolder(path: string): string {
+  const p = path.replace(/\/+$/, '');
+  return p === '.' ? '' : p;
+}
+
+export function displayFolder(path: string): string {
+  return normalizeFolder(path) || '.';
+}
+
+/** Two folders overlap when they are equal or one holds the other (the root holds every folder). */
+export function foldersOverlap(a: string, b: string): boolean {
+  const x = normalizeFolder(a);
+  const y = normalizeFolder(b);
+  return x === y || x === '' || y === '' || x.startsWith(y + '/') || y.startsWith(x + '/');
+}
+
+/** True when `file` lies inside `folder`. */
+export function inFolder(file: string, folder: string): boolean {
+  const f = normalizeFolder(folder);
+  return f === '' || file.startsWith(f + '/');
+}
+
+export function identityKey(id: ObjectIdentity): string {
+  const slash = id.apiVersion.indexOf('/');
+  return `${slash < 0 ? '' : id.apiVersion.slice(0, slash)}|${id.kind}|${id.namespace ?? ''}|${id.name}`;
+}
+
+const NAMESPACE_SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * The namespace a file's place implies for object `o`, when the file sits exactly where the
+ * writer would put `o` but for the namespace segment (`{folder}/{namespace}/{group?}/{resource}/
+ * {name}.yaml`, src/git/paths.ts), or in `_cluster`; undefined otherwise. '' is the cluster scope.
+ */
+function layoutNamespace(file: string, folder: string, o: ObjectIdentity): string | undefined {
+  const f = normalizeFolder(folder);
+  const rel = (f ? file.slice(f.length + 1) : file).split('/');
+  if (rel[0] === '_cluster') return '';
+  if (!/\.ya?ml$/.test(rel[rel.length - 1]) || rel[rel.length - 1].replace(/\.ya?ml$/, '') !== o.name) return undefined;
+  const slash = o.apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : o.apiVersion.slice(0, slash);
+  const placed = group === '' ? rel.length === 3 : rel.length === 4 && rel[1] === group;
+  return placed && NAMESPACE_SEGMENT.test(rel[0]) ? rel[0] : undefined;
+}
+
+export interface AnalyzedFile {
+  path: string;
+  analysis: FileAnalysis;
+}
+
+/** A file's own findings plus what its place in the layout says about the namespaces it holds. */
+export function fileFindings(path: string, folder: string, analysis: FileAnalysis): Finding[] {
+  const out: Finding[] = analysis.findings.map((f) => ({ ...f, file: path }));
+  for (const o of analysis.objects) {
+    const implied = layoutNamespace(path, folder, o);
+    if (implied === undefined || o.namespace === undefined || o.namespace === implied) continue;
+    const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
+    out.push({ reason: 'NamespaceMismatch', message: `is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
+  }
+  return out;
+}
+
+/** The finding for `path` holding an object `first` already holds (the first in path order keeps it). */
+export function duplicateFinding(path: string, o: ObjectIdentity, first: string): Finding {
+  const what = `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`;
+  const where = first === path ? 'twice in this file' : `also in ${first}`;
+  return { reason: 'DuplicateIdentity', message: `holds ${what}, ${where}: one object, one file`, file: path, permanent: true };
+}
+
+/** Identity keys a file holds more than once. */
+export function withinFileDuplicates(keys: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const k of keys) (seen.has(k) ? twice : seen).add(k);
+  return [...twice];
+}
+
+/** The finding for a folder that overlaps another GitTarget's claim. */
+export function pathConflictFinding(folder: string, claim: FolderClaim): Finding {
+  return { reason: 'PathConflict', message: `folder ${displayFolder(folder)} overlaps folder ${displayFolder(claim.path)} of ${claim.description} on the same repository and branch`, permanent: false };
+}
+
+/**
+ * The verdict on one folder. `files` are the analyzed manifest files inside it (in path order),
+ * `others` the findings of its non-manifest files, `claims` the folders other GitTargets hold on
+ * the same repository and branch.
+ */
+export function judgeFolder(folder: string, files: readonly AnalyzedFile[], others: readonly Finding[] = [], claims: readonly FolderClaim[] = []): FolderVerdict {
+  const findings: Finding[] = [...others];
+  const firstHolder = new Map<string, string>();
+  for (const { path, analysis } of files) {
+    findings.push(...fileFindings(path, folder, analysis));
+    const keys = analysis.objects.map(identityKey);
+    for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
+    for (const [i, key] of keys.entries()) {
+      if (keys.indexOf(key) !== i) continue;
+      const holder = firstHolder.get(key);
+      if (holder === undefined) firstHolder.set(key, path);
+      else findings.push(duplicateFinding(path, analysis.objects[i], holder));
+    }
+  }
+  for (const c of claims) if (foldersOverlap(folder, c.path)) findings.push(pathConflictFinding(folder, c));
+  return { path: displayFolder(folder), acceptable: findings.length === 0, findings: sortFindings(findings) };
+}
+
+export function sortFindings(findings: Finding[]): Finding[] {
+  const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  return findings.sort((a, b) => cmp(a.file ?? '', b.file ?? '') || cmp(a.reason, b.reason) || cmp(a.message, b.message));
+}

@@ -1,0 +1,107 @@
+// Scans a tree of files (a commit of a Git repository, or a directory) with the gate's rules and
+// builds the one JSON document all three faces answer with (src/analyzer/types.ts). Where the
+// files come from is the caller's business (src/git/scan-source.ts reads commits and directories).
+import { analyzeManifest, needsReading, nonYamlFinding, type FileAnalysis } from './file-rules.js';
+import { displayFolder, inFolder, judgeFolder, normalizeFolder, type AnalyzedFile } from './folder-rules.js';
+import { SCHEMA_VERSION, type Finding, type FolderClaim, type FolderVerdict, type ScanReport } from './types.js';
+
+export interface TreeFile {
+  /** Repository-relative path with "/" separators. */
+  path: string;
+  /** What `read` needs to find the content (a blob oid, a file system path). */
+  id: string;
+}
+
+export interface FileTree {
+  /** Every regular file of the tree under `folder` ('' = all), in path order. */
+  files(folder: string): Promise<TreeFile[]>;
+  read(file: TreeFile): Promise<Buffer>;
+}
+
+export interface ScanOptions {
+  /** The folder to judge ('.' or '' = the root). */
+  path?: string;
+  /** 'folder': one verdict for `path`; 'repository': a verdict for `path` and every folder below it that holds files. */
+  scope: 'folder' | 'repository';
+  /** Folders other GitTargets claim on this repository and branch. */
+  claims?: readonly FolderClaim[];
+  /** Facts about the source for the report's header. */
+  repository?: string;
+  branch?: string;
+  commit?: string;
+  branchExists?: boolean;
+}
+
+const READ_CONCURRENCY = 64;
+
+const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** Candidate folders of a repository scan: `root` and every folder under it that holds a file. */
+function candidateFolders(root: string, files: readonly TreeFile[]): string[] {
+  const out = new Set<string>([root]);
+  for (const f of files) {
+    const parts = f.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (inFolder(dir + '/x', root) && dir.length > root.length) out.add(dir);
+    }
+  }
+  return [...out].sort();
+}
+
+/** The entries of a path-sorted array that lie inside `folder` (a contiguous range). */
+function within<T>(sorted: readonly T[], folder: string, pathOf: (t: T) => string = (t) => (t as { path: string }).path): T[] {
+  if (folder === '') return sorted.slice();
+  const prefix = folder + '/';
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (pathOf(sorted[mid]) < prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  let end = lo;
+  while (end < sorted.length && pathOf(sorted[end]).startsWith(prefix)) end++;
+  return sorted.slice(lo, end);
+}
+
+export async function scanTree(tree: FileTree, opts: ScanOptions): Promise<ScanReport> {
+  const root = normalizeFolder(opts.path ?? '');
+  const files = (await tree.files(root)).sort(byPath);
+  const manifests = files.filter((f) => needsReading(f.path));
+  const analyses: FileAnalysis[] = new Array(manifests.length);
+  for (let i = 0; i < manifests.length; i += READ_CONCURRENCY) {
+    await Promise.all(
+      manifests.slice(i, i + READ_CONCURRENCY).map(async (f, j) => {
+        analyses[i + j] = analyzeManifest(f.path, (await tree.read(f)).toString('utf8'));
+      }),
+    );
+  }
+  const analyzed: AnalyzedFile[] = manifests.map((f, i) => ({ path: f.path, analysis: analyses[i] }));
+  const others: Finding[] = [];
+  for (const f of files) {
+    const n = nonYamlFinding(f.path);
+    if (n) others.push({ ...n, file: f.path });
+  }
+  const folders = opts.scope === 'folder' ? [root] : candidateFolders(root, files);
+  // Paths sharing a prefix are contiguous in sorted order: each folder's files are one range.
+  const verdicts: FolderVerdict[] = folders.map((folder) =>
+    judgeFolder(folder, within(analyzed, folder), within(others as Array<Finding & { path?: string }>, folder, (o) => o.file!), opts.claims ?? []),
+  );
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    ...(opts.repository !== undefined ? { repository: opts.repository } : {}),
+    ...(opts.branch !== undefined ? { branch: opts.branch } : {}),
+    ...(opts.commit !== undefined ? { commit: opts.commit } : {}),
+    branchExists: opts.branchExists ?? true,
+    folders: verdicts,
+    files: analyzed.filter((a) => a.analysis.objects.length > 0).map((a) => ({ path: a.path, objects: a.analysis.objects })),
+  };
+}
+
+/** Every verdict acceptable (the CLI's exit status). */
+export function allAcceptable(report: ScanReport): boolean {
+  return report.folders.every((f) => f.acceptable);
+}
+
+export { displayFolder };
