@@ -47,6 +47,7 @@ export async function createStore(options: StoreOptions): Promise<Store> {
         clusterNodes: options.redisClusterNodes ?? target.clusterNodes,
         keyPrefix: prefix,
         redisOptions: { ...target.redisOptions, ...options.redisOptions },
+        waitReplicas: target.waitReplicas,
         eventLogRetention: options.eventLogRetention,
         log: options.warn ? { warn: options.warn } : undefined,
       });

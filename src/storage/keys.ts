@@ -111,6 +111,9 @@ export class RedisKeys {
   }
   /** Hash of the objects of one resource in one logical cluster: field objectField() -> JSON. */
   objects(cluster: string, res: ResourceRef): string {
+    // With one tag for the whole store (Redis Cluster) the tag no longer names the cluster, so the
+    // key must: otherwise every logical cluster's objects of a resource would share one hash.
+    if (this.singleSlot) return `${this.prefix}:{${this.prefix}}:c:${esc(cluster)}:obj:${esc(resourceId(res))}`;
     return `${this.prefix}:${this.clusterTag(cluster)}:obj:${esc(resourceId(res))}`;
   }
   /** Set of logical clusters that hold objects of `res` (for a full cache load). */

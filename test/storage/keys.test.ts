@@ -31,6 +31,9 @@ test('redis keys: one hash tag per logical cluster; single slot on Redis Cluster
   for (const key of [one.rv(), one.objects('a', res), one.log(res), one.lease('x'), one.clusters(res)]) {
     assert.match(key, /^p:\{p\}:/);
   }
+  // One tag for every key, so the object hash must still name its logical cluster.
+  assert.equal(one.objects('root:org', res), 'p:{p}:c:root%3Aorg:obj:configbutler.ai/gittargets');
+  assert.notEqual(one.objects('a', res), one.objects('b', res));
 });
 
 test('map keys sort as (cluster, namespace, name)', () => {
@@ -50,5 +53,9 @@ test('redis url selects standalone, Sentinel or Cluster', async () => {
     redisOptions: { username: 'u', password: 'p', tls: {}, sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], name: 'm', db: 0 },
   });
   assert.deepEqual(parseRedisUrl('redis://n1:7000?cluster=true&nodes=n2:7001'), { clusterNodes: ['n1:7000', 'n2:7001'], redisOptions: {} });
+  assert.deepEqual(parseRedisUrl('redis://n1:7000?cluster=true&nodes=n2:7001&waitReplicas=1'), { clusterNodes: ['n1:7000', 'n2:7001'], redisOptions: {}, waitReplicas: 1 });
+  assert.deepEqual(parseRedisUrl('redis://h:6379/2?waitReplicas=0'), { url: 'redis://h:6379/2', waitReplicas: 0 });
+  assert.equal(parseRedisUrl('redis://s1:26379?sentinelMaster=m&waitReplicas=2').waitReplicas, 2);
+  assert.throws(() => parseRedisUrl('redis://h?waitReplicas=one'), { message: 'redis-url: waitReplicas must be a whole number of replicas (got "one")' });
   assert.throws(() => parseRedisUrl('http://x'), /redis:\/\/ or rediss:\/\//);
 });

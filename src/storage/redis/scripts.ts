@@ -1,6 +1,9 @@
-// Lua scripts live beside this file (copied to dist by scripts/copy-assets.mjs). Each is loaded
-// once (SCRIPT LOAD) and run with EVALSHA; after a Redis restart or SCRIPT FLUSH the server answers
-// NOSCRIPT, and the script is loaded again and the call retried once.
+// Lua scripts live beside this file (copied to dist by scripts/copy-assets.mjs). Each runs with
+// EVALSHA; a server that does not have it cached answers NOSCRIPT, and the call is repeated once
+// as EVAL with the source, which runs the script and caches it on that server. EVAL goes through
+// the client's key routing, so it lands on the node that owns the keys' slot: unlike a keyless
+// SCRIPT LOAD, it does not depend on which Cluster node receives it, nor on what a restarted
+// server or a promoted replica has cached.
 
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -9,7 +12,6 @@ import type { Cluster, Redis } from 'ioredis';
 export class Script {
   readonly source: string;
   readonly sha: string;
-  private loaded = false;
 
   constructor(file: string) {
     this.source = readFileSync(new URL(file, import.meta.url), 'utf8');
@@ -17,21 +19,37 @@ export class Script {
   }
 
   async run(client: Redis | Cluster, keys: string[], args: (string | number)[]): Promise<unknown> {
-    if (!this.loaded) await this.load(client);
     try {
       return await client.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (err) {
+      // NOSCRIPT means the script did not run, so running it now cannot apply a write twice.
       if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-      await this.load(client);
-      return client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return client.eval(this.source, keys.length, ...keys, ...args);
     }
   }
 
-  private async load(client: Redis | Cluster): Promise<void> {
-    // On Cluster, scripts must exist on the node owning the slot; ioredis forwards SCRIPT LOAD
-    // to every master with scriptLoad on nodes — keep it simple: load through the client.
-    await (client as Redis).script('LOAD', this.source);
-    this.loaded = true;
+  /**
+   * run(), then `WAIT replicas ms` in the same pipeline: one connection to the node that owns the
+   * keys (ioredis routes a Cluster pipeline by its keyed commands), so WAIT counts the replicas
+   * that have this write. Returns the script's result and that count.
+   */
+  async runAndWait(client: Redis | Cluster, keys: string[], args: (string | number)[], replicas: number, ms: number): Promise<[unknown, number]> {
+    const once = async (bySource: boolean): Promise<[unknown, number]> => {
+      const p = client.pipeline();
+      if (bySource) p.eval(this.source, keys.length, ...keys, ...args);
+      else p.evalsha(this.sha, keys.length, ...keys, ...args);
+      p.wait(replicas, ms);
+      const out = await p.exec();
+      if (!out) throw new Error('pipeline aborted');
+      for (const [err] of out) if (err) throw err;
+      return [out[0]![1], Number(out[1]![1])];
+    };
+    try {
+      return await once(false);
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      return once(true);
+    }
   }
 }
 

@@ -23,7 +23,7 @@ import {
 } from '../types.js';
 import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
-import { leaseScript, recordsScript, writeScript } from './scripts.js';
+import { leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
 import { RedisHealth } from './health.js';
 
 export interface RedisStoreOptions {
@@ -40,6 +40,12 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
   /** How long createRedisStore waits for the first connection (default 5000 ms). */
   connectWaitMs?: number;
+  /**
+   * Replicas that must have a write before it is acknowledged (Redis WAIT, within half the command
+   * timeout); 0 = acknowledge once the primary has it. Replication is asynchronous otherwise: a
+   * write acknowledged just before the primary dies can be missing on the promoted replica.
+   */
+  waitReplicas?: number;
   /** Where the loss and the recovery of the Redis connection are reported (once each, at warn). */
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
@@ -310,6 +316,22 @@ class RedisStore implements Store {
     this.followerError = undefined;
   }
 
+  /**
+   * Run a Lua script. With `waitReplicas`, a call that changed data (`changed`) and reached fewer
+   * replicas than asked fails: it is applied on the primary but may not survive a failover, so it
+   * is not acknowledged (the caller sees Unavailable, an ambiguous outcome like a timeout).
+   */
+  private async script(s: Script, keys: string[], args: (string | number)[], changed: (r: unknown) => boolean): Promise<unknown> {
+    const want = this.opts.waitReplicas ?? 0;
+    if (want <= 0) return s.run(this.cmd, keys, args);
+    const ms = Math.floor((this.opts.commandTimeoutMs ?? 3000) / 2);
+    const [r, got] = await s.runAndWait(this.cmd, keys, args, want, ms);
+    if (got < want && changed(r)) {
+      throw new StorageError('Unavailable', `redis: the write reached ${got} of ${want} replicas within ${ms} ms; it may or may not be kept`);
+    }
+    return r;
+  }
+
   private seen(rv: number): void {
     if (rv > this.maxRV) this.maxRV = rv;
   }
@@ -366,7 +388,7 @@ class RedisStore implements Store {
     const keys = [this.keys.rv(), this.keys.objects(key.cluster, res), this.keys.log(res), this.keys.clusters(res)];
     let r: [string, (string | number)?, string?];
     try {
-      r = (await writeScript.run(this.cmd, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.cache.retentionOf(resourceId(res))])) as typeof r;
+      r = (await this.script(writeScript, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.cache.retentionOf(resourceId(res))], (x) => (x as string[])[0] === 'ok')) as typeof r;
     } catch (err) {
       throw this.unavailable(err);
     }
@@ -407,7 +429,7 @@ class RedisStore implements Store {
 
   private async lease(op: string, name: string, holder: string, token: number, ttlMs: number): Promise<[number, number?, number?]> {
     try {
-      return (await leaseScript.run(this.cmd, [this.keys.lease(name)], [op, holder, token, Math.ceil(ttlMs)])) as [number, number?, number?];
+      return (await this.script(leaseScript, [this.keys.lease(name)], [op, holder, token, Math.ceil(ttlMs)], (x) => op !== 'check' && (x as number[])[0] === 1)) as [number, number?, number?];
     } catch (err) {
       throw this.unavailable(err);
     }
@@ -439,7 +461,7 @@ class RedisStore implements Store {
       const args: (string | number)[] = ['put', Math.max(1, Math.ceil(batch.ttlMs)), Math.floor(batch.time), batch.ids.length, ...batch.ids];
       for (const w of batch.writes) args.push(w.value, w.order ?? '');
       try {
-        await recordsScript.run(this.cmd, keys, args);
+        await this.script(recordsScript, keys, args, () => true);
       } catch (err) {
         throw this.unavailable(err);
       }
