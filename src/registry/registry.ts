@@ -134,7 +134,7 @@ export class Registry {
       obj.metadata.namespace = namespace;
       const m = obj.metadata;
       const name = typeof m.name === 'string' && m.name ? m.name : typeof m.generateName === 'string' && m.generateName ? m.generateName : 'Unknown';
-      await this.options.requireNamespace?.(ctx, namespace, { gr: this.gr, name });
+      await this.wrap(name, async () => this.options.requireNamespace?.(ctx, namespace, { gr: this.gr, name }));
     } else delete obj.metadata.namespace;
     for (const f of this.strategy.statusFields) delete obj[f]; // written through the status subresource only
     const hasName = typeof obj.metadata.name === 'string' && obj.metadata.name !== '';
@@ -164,7 +164,8 @@ export class Registry {
   }
 
   private async admitAndCreate(ctx: RequestContext, namespace: string, obj: KubeObject, opts: WriteOptions, warnings: string[], hasName: boolean, appliedManaged?: unknown): Promise<WriteResult> {
-    await this.strategy.admitCreate?.(ctx, obj, opts);
+    // Admission may read the store (quotas, namespaces): its storage failures are Statuses too (503, not 500).
+    await this.wrap(obj.metadata.name ?? '', async () => this.strategy.admitCreate?.(ctx, obj, opts));
     // A review is answered, never stored: no uid, no resourceVersion (as kube answers a TokenReview).
     if (this.strategy.review) return { object: await this.strategy.review(ctx, obj, opts), warnings };
     const meta = obj.metadata;
@@ -340,7 +341,7 @@ export class Registry {
         throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
       }
     }
-    await this.strategy.admitUpdate?.(ctx, next, old, subresource);
+    await this.wrap(next.metadata.name ?? '', async () => this.strategy.admitUpdate?.(ctx, next, old, subresource));
     if (this.strategy.generation && specChanged(old, next, owned)) m.generation = (o.generation ?? 1) + 1;
     if (applied) {
       if (requestManaged === undefined) delete m.managedFields;

@@ -15,7 +15,8 @@ async function replicas(t: TestContext): Promise<[StartedServer, StartedServer]>
   t.after(() => redis.stop());
   const certDir = mkdtempSync(join(tmpdir(), 'reverser-certs-'));
   t.after(() => rmSync(certDir, { recursive: true, force: true }));
-  const args = ['--storage=redis', `--redis-url=${redis.url}`, `--cert-dir=${certDir}`];
+  // The test writes more GitTargets into one namespace than the default quota allows (100).
+  const args = ['--storage=redis', `--redis-url=${redis.url}`, `--cert-dir=${certDir}`, '--max-gittargets-per-namespace=0'];
   const a = await startServer(args);
   t.after(() => a.stop());
   const b = await startServer(args); // starts after A generated the certificates
