@@ -36,6 +36,7 @@ const asked = (from: number) => fake.sars().slice(from).map((c) => {
 before(async () => {
   fake = await startFakeHostingCluster();
   ctx.after(() => fake.close());
+  fake.setNamespace('team-a', 'Active'); // the GitTargets below live in team-a (NamespaceLifecycle)
   // "kcp": in ws-a alice may write GitTargets and read ConfigMaps in team-a, nothing in finance.
   fake.onSAR = (spec, path) => {
     const r = spec.resourceAttributes;

@@ -36,7 +36,7 @@ const inWs = (ws: string, args: string[]) => ['--server', `https://127.0.0.1:${s
 const gts = (ws: string) => `/clusters/${ws}${GV}/namespaces/team-a/gittargets`;
 const paths = (calls: Array<{ path: string }>) => calls.map((c) => c.path);
 
-function target(name: string, source?: Record<string, unknown>, repository: Record<string, unknown> = { url: `local:${name}` }) {
+function target(name: string, source?: Record<string, unknown>, repository: Record<string, unknown> = { url: `local:${name}` }, path = 'mirror') {
   return {
     apiVersion: 'configbutler.ai/v1alpha1',
     kind: 'GitTarget',
@@ -44,7 +44,7 @@ function target(name: string, source?: Record<string, unknown>, repository: Reco
     spec: {
       repository,
       branch: 'main',
-      path: 'mirror',
+      path,
       commit: { idleSeconds: 1 },
       resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: ['team-a'] }],
       ...(source ? { source } : {}),
@@ -176,8 +176,10 @@ test('a GitTarget in logical cluster X mirrors workspace X, and reads its kubeco
 
 test('a GitTarget in logical cluster X reads its git credentials Secret in workspace X', { timeout: 120_000 }, async () => {
   const repository = { url: remote.url('pushed'), secretRef: { name: 'git-creds' } };
+  // Each workspace writes its own folder of the one remote (one folder, one GitTarget: the same
+  // folder would be refused as a PathConflict before any credentials were read).
   for (const ws of ['ws-a', 'ws-b']) {
-    const r = await server.request('POST', gts(ws), { body: target('pushed', undefined, repository) });
+    const r = await server.request('POST', gts(ws), { body: target('pushed', undefined, repository, ws === 'ws-a' ? 'mirror' : 'mirror-b') });
     assert.equal(r.status, 201, r.text);
   }
   const bare = join(remote.root, 'pushed.git');
