@@ -70,7 +70,7 @@ test('the shard\'s wildcard discovery is allowed by --wildcard-cluster-groups wi
   const n = fake.sars().length;
   const d = await call(`/clusters/*${GROUP_PATH}`, { cert: shard });
   assert.equal(d.status, 200, d.text);
-  assert.deepEqual(d.json().resources.map((x: any) => x.name).sort(), ['commitrequests', 'commitrequests/status', 'gittargets', 'gittargets/status']);
+  assert.deepEqual(d.json().resources.map((x: any) => x.name).sort(), ['commitrequests', 'commitrequests/status', 'gittargets', 'gittargets/status', 'repositoryscans']);
   assert.equal(fake.sars().length, n);
 });
 
