@@ -12,7 +12,7 @@ const NS = ns('team-a');
 test('sentinel: SIGKILL the primary under 4 writers; no acknowledged write lost, 503s only, recovery', async (t) => {
   const g = await startRedisSentinel({ replicas: 2 });
   t.after(() => g.stop());
-  const s = await startServer(['--storage=redis', `--redis-url=${g.url}&waitReplicas=1`]);
+  const s = await startServer(['--storage=redis', `--redis-url=${g.url}&waitReplicas=1`, '--max-gittargets-per-namespace=0']);
   t.after(() => s.stop());
 
   const acknowledged = new Set<string>();
