@@ -18,7 +18,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
 test('kill redis-server under 4 writers: no acknowledged write lost, 503s only, recovery', async (t) => {
   const redis = await startRedis({ appendonly: true });
   t.after(() => redis.stop());
-  const s = await startServer(['--storage=redis', `--redis-url=${redis.url}`, '--max-gittargets-per-namespace=0']) // writes until Redis dies: not a quota test;
+  const s = await startServer(['--storage=redis', `--redis-url=${redis.url}`, '--max-gittargets-per-namespace=0']); // writes until Redis dies: not a quota test
   t.after(() => s.stop());
 
   const acknowledged = new Set<string>();

@@ -111,7 +111,7 @@ describe('sandbox attribution and self reviews (RBAC, no audit listener)', { con
     };
     alice = await make('alice');
     bob = await make('bob');
-    bare = join(server.dataDir, 'git', 'config.git');
+    bare = join(server.dataDir, 'git', 'default', 'config.git'); // local: repositories are per namespace
   });
   after(async () => {
     for (const k of [admin, alice, bob]) k?.cleanup();

@@ -50,7 +50,7 @@ describe('small truths', { concurrency: false, timeout: 180_000 }, () => {
     ok(await k.run(['wait', '--for=condition=Ready', 'gittarget/ghost', '--timeout=40s']));
     const waiting = 'True/NothingToMirror: no object of the source matches spec.resources yet (configmaps in namespace nope): nothing is committed, and no branch is created, until one does';
     await until(async () => (await ready('gittarget', 'ghost')) === waiting, 'ghost: NothingToMirror', 20_000, 100);
-    const bare = join(server.dataDir, 'git', 'ghost.git');
+    const bare = join(server.dataDir, 'git', 'default', 'ghost.git');
     assert.equal(existsSync(bare) ? await git(bare, 'for-each-ref') : '', '', 'no branch');
     ok(await k.run(['create', 'namespace', 'nope']));
     ok(await k.run(['create', 'configmap', 'a', '-n', 'nope', '--from-literal=k=v']));
@@ -65,7 +65,7 @@ describe('small truths', { concurrency: false, timeout: 180_000 }, () => {
     assert.equal(await ready('gittarget', 'empty'), 'True/NothingToMirror: spec.resources is empty: nothing is read from the source, mirrored or committed');
     await until(async () => (await ready('commitrequest', 'save'))?.startsWith('True/') ?? false, 'the CommitRequest to finish', 30_000, 200);
     assert.match((await ready('commitrequest', 'save'))!, /^True\/NothingToCommit: /);
-    assert.equal(existsSync(join(server.dataDir, 'git', 'empty.git')) ? await git(join(server.dataDir, 'git', 'empty.git'), 'for-each-ref') : '', '');
+    assert.equal(existsSync(join(server.dataDir, 'git', 'default', 'empty.git')) ? await git(join(server.dataDir, 'git', 'default', 'empty.git'), 'for-each-ref') : '', '');
   });
 
   test("docs/api.md's column table is what kubectl prints", async () => {
