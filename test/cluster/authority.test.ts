@@ -78,7 +78,7 @@ test('edit in team-a cannot mirror team-b; granted view there it can; the grant 
   }, 30_000, 500);
   assert.equal(created.body.status.authority.username, 'carol');
   await until('over-b Ready', async () => (await condition('over-b', 'Ready'))?.status === 'True', 90_000, 250);
-  const repo = join(cp.dir, 'reverser-data', 'git', 'team-a', 'over-b.git') // local: repositories are per namespace;
+  const repo = join(cp.dir, 'reverser-data', 'git', 'team-a', 'over-b.git'); // local: repositories are per namespace
   assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), 'live/team-b/configmaps/settings.yaml\n');
 
   const t0 = Date.now();
