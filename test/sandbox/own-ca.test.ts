@@ -18,7 +18,7 @@ test('with a client CA and serving certificate of its own, the sandbox is the de
   const serverCA = makeCA('own-serving-ca');
   const clientCA = makeCA('own-client-ca');
   writeFileSync(join(dir, 'client-ca.crt'), clientCA.certPem);
-  const srv = await startServer(t, serverCA, ['--sandbox', '--controllers=all', '--authorization-mode=AlwaysAllow', '--client-ca-file', join(dir, 'client-ca.crt')]);
+  const srv = await startServer(t, serverCA, ['--sandbox', '--controllers=all', '--authorization-mode=AlwaysAllow', '--client-ca-file', join(dir, 'client-ca.crt'), '--allow-file-repositories=true']);
   // The harness's --tls-cert-file holds only the leaf its CA signed: the loopback client cannot
   // verify that one, so this also proves the loopback's own certificate is used.
   const admin = kubectlFor(dir, 'admin', srv.url, serverCA.certPem, issueClientCert(clientCA, 'root', ['system:masters']));

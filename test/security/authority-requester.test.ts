@@ -7,6 +7,7 @@
 // the mirror stops within the re-verify interval and says why, and resumes when it returns.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +97,12 @@ test('control: bob mirrors his own team-a under his recorded authority; widening
   const created = await bob.req('POST', GT_PATH('team-a'), mine);
   assert.equal(created.status, 201, created.text);
   const authority = created.json().status.authority;
-  assert.deepEqual({ ...authority, verifiedAt: undefined }, { username: 'bob', groups: ['system:authenticated'], verifiedAt: undefined });
+  // A client certificate's user carries kube's credential-id extra (the certificate's SHA-256), recorded with the rest.
+  const credentialId = `X509SHA256=${new X509Certificate(bob.cert.certPem).fingerprint256.replace(/:/g, '').toLowerCase()}`;
+  assert.deepEqual(
+    { ...authority, verifiedAt: undefined },
+    { username: 'bob', groups: ['system:authenticated'], extra: { 'authentication.kubernetes.io/credential-id': [credentialId] }, verifiedAt: undefined },
+  );
   assert.ok(Date.now() - Date.parse(authority.verifiedAt) < 30_000);
 
   const repo = join(remote.root, 'bob.git');
