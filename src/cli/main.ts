@@ -63,7 +63,12 @@ async function main(argv: string[]): Promise<number> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   const running = await serve(opts, log);
   return new Promise<number>((resolve) => {
+    let stopping = false;
     const stop = (sig: string) => {
+      // Any number of signals make one shutdown (one Ctrl-C under `npm start` arrives twice: from
+      // the terminal to the process group, and forwarded by npm); running.stop() is idempotent too.
+      if (stopping) return;
+      stopping = true;
       log.info('shutting down', { signal: sig });
       // Shutdown abandons remote work (serve.ts), so it ends well within a Pod's default grace
       // (30 s); should anything still hang, the process exits at the bound rather than be killed.
