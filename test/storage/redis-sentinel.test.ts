@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRedisStore, type RedisStoreOptions } from '../../src/storage/redis/store.js';
 import { parseRedisUrl } from '../../src/storage/redis/url.js';
-import { StorageError, type Store } from '../../src/storage/types.js';
+import { type StorageError, type Store } from '../../src/storage/types.js';
 import { until } from '../support/deadline.js';
 import { startRedisSentinel, type RedisSentinelGroup } from '../support/redis-ha.js';
 import { CM, cm, key, runStoreContract, type FixtureOptions } from './contract.js';
