@@ -109,7 +109,10 @@ test('embedded: group commit batches concurrent writes', async (t) => {
   const ms = performance.now() - t0;
   const writes = (await writeSyscalls()) - writesBefore;
   t.diagnostic(`${n} concurrent durable creates: ${ms.toFixed(0)} ms (${((n / ms) * 1000).toFixed(0)}/s), ${writes} write calls`);
-  assert.ok(writes < n, `${writes} write calls for ${n} concurrent creates: the log does not batch them`);
+  // Without batching each record costs its write(2) plus the thread pool's wake-ups for the write
+  // and the fdatasync (eventfd writes, counted too): at least 3n. Batched, on a loaded machine where
+  // batches shrink, about n (2,140 for 2,000 seen at load 15); quiet, 40-700. 1.5n separates them.
+  assert.ok(writes < 1.5 * n, `${writes} write calls for ${n} concurrent creates: the log does not batch them`);
   assert.ok((await stat(join(dataDir, 'store', 'log.jsonl'))).size > 0);
   assert.equal((await s.list(CM)).items.length, n);
 });
