@@ -106,6 +106,8 @@ export class DurableLog {
   private queue: Waiter[] = [];
   private flushing = false;
   private sinceSnapshot = 0;
+  /** Batches written to the log so far (one write and one fdatasync each): group commit's measure. */
+  batchesWritten = 0;
   /** Bytes of records in the log since the snapshot, and the snapshot's own size. */
   private logBytes = 0;
   private snapshotBytes = 0;
@@ -325,6 +327,7 @@ export class DurableLog {
         try {
           await this.fh.write(text);
           await this.fh.datasync();
+          this.batchesWritten++;
         } catch (err) {
           this.fail(err as Error, batch);
           break;

@@ -54,7 +54,7 @@ interface Snapshot {
 /** How often expired records are dropped from memory (reads ignore them regardless). */
 const RECORD_SWEEP_MS = 5000;
 
-export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store> {
+export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store & { durableBatches(): number }> {
   const store = new EmbeddedStore(opts);
   if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000, opts.warn, opts.compactLogBytes);
   return store;
@@ -301,6 +301,11 @@ class EmbeddedStore implements Store {
 
   unhealthyReason(): string | undefined {
     return this.closed ? 'store is closed' : this.log?.unhealthy;
+  }
+
+  /** Batches the durable log has written (group commit: one write and one fdatasync each); a diagnostic. */
+  durableBatches(): number {
+    return this.log?.batchesWritten ?? 0;
   }
 
   async close(): Promise<void> {
