@@ -112,6 +112,8 @@ test('embedded: group commit batches concurrent writes', async (t) => {
   const writes = (await writeSyscalls()) - writesBefore;
   t.diagnostic(`${n} concurrent durable creates: ${ms.toFixed(0)} ms (${((n / ms) * 1000).toFixed(0)}/s), ${batches} batches, ${writes} write calls`);
   assert.ok(batches > 0 && batches < n / 2, `${batches} batches for ${n} concurrent creates: the log does not batch them`);
+  assert.ok((await stat(join(dataDir, 'store', 'log.jsonl'))).size > 0);
+  assert.equal((await store.list(CM)).items.length, n);
 });
 
 
