@@ -1,9 +1,9 @@
 // The Redis store. Writes are one Lua script each (write.lua); reads are served from a per-process
 // WatchCache fed by the resources' event logs (Redis Streams), made consistent by reading the RV
-// counter first ("consistent reads from cache"). Design and failure handling: docs/storage.md.
+// counter first ("consistent reads from cache"): follower.ts. Design and failure handling: docs/storage.md.
 
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { RedisKeys, objectField, parseObjectField, resourceId } from '../keys.js';
+import { RedisKeys, objectField, resourceId } from '../keys.js';
 import {
   StorageError,
   describeObject,
@@ -16,13 +16,13 @@ import {
   type RecordStats,
   type ResourceRef,
   type Store,
-  type StoreEvent,
   type WatchCallbacks,
   type WatchHandle,
   type WatchOptions,
 } from '../types.js';
-import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
-import { decodeEntry, encodeForWrite } from './codec.js';
+import { listFromCache } from '../watch-cache.js';
+import { encodeForWrite } from './codec.js';
+import { FOLLOW_BLOCK_MS, RedisCacheFollower } from './follower.js';
 import { leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
 import { RedisHealth } from './health.js';
 
@@ -50,20 +50,6 @@ export interface RedisStoreOptions {
   log?: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
-const BLOCK_MS = 5000;
-type Raw = [string, string[]];
-
-interface ResState {
-  res: ResourceRef;
-  logKey: string;
-  rc: ResourceCache;
-  /** RV of the last event-log entry applied (the follower resumes after it). */
-  lastLogRV: number;
-  inflight?: Promise<void>;
-  queued?: Promise<void>;
-  reloading?: Promise<void>;
-}
-
 export async function createRedisStore(opts: RedisStoreOptions): Promise<Store> {
   const s = new RedisStore(opts);
   await s.start(opts.connectWaitMs ?? 5000);
@@ -75,17 +61,9 @@ class RedisStore implements Store {
   private readonly keys: RedisKeys;
   private readonly cmd: Redis | Cluster;
   private readonly sub: Redis | Cluster;
-  private readonly cache: WatchCache;
-  private readonly states = new Map<string, Promise<ResState>>();
-  private readonly byLog = new Map<string, ResState>();
-  private subId: number | undefined;
-  private blocked = false;
-  private wake: (() => void) | undefined;
+  private readonly follower: RedisCacheFollower;
   private lastError: string | undefined;
-  private followerError: string | undefined;
-  private maxRV = 0;
   private closed = false;
-  private readonly timer: NodeJS.Timeout;
   private readonly health: RedisHealth;
 
   constructor(private readonly opts: RedisStoreOptions) {
@@ -101,7 +79,7 @@ class RedisStore implements Store {
       retryStrategy: (times: number) => Math.min(50 * times, 1000),
       ...(opts.redisOptions as RedisOptions),
     };
-    const subOpts = { ...base, commandTimeout: BLOCK_MS + timeout };
+    const subOpts = { ...base, commandTimeout: FOLLOW_BLOCK_MS + timeout };
     if (opts.clusterNodes?.length) {
       this.keys = new RedisKeys(opts.keyPrefix, true);
       const nodes = opts.clusterNodes.map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) }));
@@ -117,20 +95,16 @@ class RedisStore implements Store {
     this.cmd.on('error', (err: Error) => !this.closed && this.health.lost(err.message));
     this.cmd.on('close', () => !this.closed && this.health.lost(this.lastError ?? 'connection closed'));
     this.cmd.on('ready', () => this.health.recovered());
-    this.sub.on('ready', () => {
-      if (this.sub instanceof Redis) this.sub.client('ID').then((id) => (this.subId = Number(id)), () => {});
-    });
-    this.cache = new WatchCache({
+    this.follower = new RedisCacheFollower({
+      cmd: this.cmd,
+      sub: this.sub,
+      keys: this.keys,
+      health: this.health,
+      unhealthyReason: () => this.unhealthyReason(),
       retention: opts.eventLogRetention,
       progressIntervalMs: opts.progressIntervalMs,
-      freeze: opts.freezeObjects,
+      freezeObjects: opts.freezeObjects,
     });
-    // Idle resources with watchers are synced periodically so bookmarks carry the latest RV.
-    this.timer = setInterval(() => {
-      if (this.unhealthyReason()) return;
-      for (const st of this.byLog.values()) if (st.rc.watcherCount > 0) this.sync(st).catch(() => {});
-    }, opts.progressIntervalMs || 1000);
-    this.timer.unref();
   }
 
   async start(waitMs: number): Promise<void> {
@@ -138,182 +112,7 @@ class RedisStore implements Store {
     let t: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all([ready(this.cmd), ready(this.sub)]), new Promise((r) => (t = setTimeout(r, waitMs)))]);
     clearTimeout(t);
-    void this.follow();
-  }
-
-  // ---- the cache: load, follow, catch up ----------------------------------------------------
-
-  private state(res: ResourceRef): Promise<ResState> {
-    const id = resourceId(res);
-    let p = this.states.get(id);
-    if (!p) {
-      p = this.init(res).catch((err) => {
-        this.states.delete(id);
-        throw this.unavailable(err);
-      });
-      this.states.set(id, p);
-    }
-    return p;
-  }
-
-  private async init(res: ResourceRef): Promise<ResState> {
-    const st: ResState = { res, logKey: this.keys.log(res), rc: this.cache.resource(resourceId(res)), lastLogRV: 0 };
-    await this.reload(st);
-    this.byLog.set(st.logKey, st);
-    // The follower is blocked on the old stream set: interrupt it so it includes this log.
-    if (this.blocked && this.subId !== undefined) (this.cmd as Redis).client('UNBLOCK', this.subId).catch(() => {});
-    this.wake?.();
-    return st;
-  }
-
-  /** Atomically read every object, the counter and the retained log of `st.res`; replace the cache. */
-  private reload(st: ResState): Promise<void> {
-    st.reloading ??= (async () => {
-      try {
-        const res = st.res;
-        for (;;) {
-          const members = await this.cmd.smembers(this.keys.clusters(res));
-          const m = this.cmd.multi().get(this.keys.rv()).smembers(this.keys.clusters(res));
-          for (const c of members) m.hgetall(this.keys.objects(c, res));
-          m.xrevrange(st.logKey, '+', '-', 'COUNT', this.cache.retentionOf(resourceId(res)));
-          const out = checked(await m.exec());
-          const again = out[1] as string[];
-          // A cluster that got its first object in between: read again with it.
-          if (again.length !== members.length || again.some((c) => !members.includes(c))) continue;
-          const rv = Number(out[0] ?? 0);
-          const objects: [ObjectKey, KubeObject][] = [];
-          const byField = new Map<string, KubeObject>();
-          members.forEach((c, i) => {
-            for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) {
-              const obj = JSON.parse(json) as KubeObject;
-              objects.push([parseObjectField(c, f), obj]);
-              byField.set(`${c}\u0000${f}`, obj);
-            }
-          });
-          const entries = (out[2 + members.length] as Raw[]).map(decodeEntry).reverse();
-          // History and current objects share instances where they are the same state, so a fresh
-          // process does not hold two parsed copies of every recently written object.
-          const lastByField = new Map<string, KubeObject>();
-          const history: StoreEvent[] = entries.map((e) => {
-            const k = `${e.cluster}\u0000${e.field}`;
-            const cur = byField.get(k);
-            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? cur : (JSON.parse(e.json) as KubeObject);
-            const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object };
-            if (e.prevJson && e.type !== 'ADDED') ev.prevObject = lastByField.get(k) ?? JSON.parse(e.prevJson);
-            lastByField.set(k, object);
-            return ev;
-          });
-          st.rc.reset(objects, rv, history, entries[0]?.prevLog ?? 0);
-          st.lastLogRV = entries.at(-1)?.rv ?? 0;
-          this.seen(rv);
-          return;
-        }
-      } finally {
-        st.reloading = undefined;
-      }
-    })();
-    return st.reloading;
-  }
-
-  /** Apply log entries in order. A broken `prevLog` chain means entries were trimmed unseen. */
-  private apply(st: ResState, raw: Raw[]): void {
-    for (const r of raw) {
-      const e = decodeEntry(r);
-      if (e.rv <= st.lastLogRV) continue;
-      if (e.prevLog !== st.lastLogRV) {
-        void this.reload(st).catch(() => {});
-        return;
-      }
-      st.rc.apply(e.type, parseObjectField(e.cluster, e.field), JSON.parse(e.json), e.rv);
-      st.lastLogRV = e.rv;
-      this.seen(e.rv);
-    }
-  }
-
-  /**
-   * Catch the cache of `st` up with every write acknowledged before this call: read the counter,
-   * then the log after our position, in one pipelined round trip. Concurrent callers share one
-   * request; a caller arriving while one is in flight waits for the next (which starts after it).
-   */
-  private sync(st: ResState): Promise<void> {
-    if (!st.inflight) return this.startSync(st);
-    st.queued ??= st.inflight.then(noop, noop).then(() => {
-      st.queued = undefined;
-      return this.startSync(st);
-    });
-    return st.queued;
-  }
-
-  private startSync(st: ResState): Promise<void> {
-    const p: Promise<void> = this.doSync(st).finally(() => {
-      if (st.inflight === p) st.inflight = undefined;
-    });
-    st.inflight = p;
-    return p;
-  }
-
-  private async doSync(st: ResState): Promise<void> {
-    if (st.reloading) await st.reloading;
-    // Only RVs seen before the GET was sent can prove the counter went back: a write acknowledged
-    // while this pipeline is in flight may carry a higher RV than the GET saw.
-    const known = this.maxRV;
-    const out = checked(await this.cmd.pipeline().get(this.keys.rv()).xrange(st.logKey, `(${st.lastLogRV}-0`, '+').exec());
-    const rv = Number(out[0] ?? 0);
-    if (rv < known) {
-      // The counter went back: Redis lost data (restarted without persistence). Start over.
-      this.maxRV = rv;
-      for (const s of this.byLog.values()) await this.reload(s);
-      return;
-    }
-    this.apply(st, out[1] as Raw[]);
-    if (st.reloading) await st.reloading;
-    if (rv > st.rc.syncedRV) st.rc.syncedRV = rv;
-    this.seen(rv);
-  }
-
-  /** One blocking XREAD over every loaded log, on its own connection. */
-  private async follow(): Promise<void> {
-    let backoff = 50;
-    while (!this.closed) {
-      const sts = [...this.byLog.values()];
-      if (sts.length === 0) {
-        await new Promise<void>((r) => (this.wake = r));
-        this.wake = undefined;
-        continue;
-      }
-      try {
-        this.blocked = true;
-        const block = this.sub instanceof Cluster ? 500 : BLOCK_MS; // no CLIENT UNBLOCK on Cluster
-        const r = (await this.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...sts.map((s) => s.logKey), ...sts.map((s) => `${s.lastLogRV}-0`))) as [string, Raw[]][] | null;
-        this.blocked = false;
-        if (this.followerError) await this.recovered();
-        for (const [k, entries] of r ?? []) {
-          const st = this.byLog.get(k);
-          if (st && !st.reloading) this.apply(st, entries);
-        }
-        backoff = 50;
-      } catch (err) {
-        this.blocked = false;
-        if (this.closed) return;
-        if (!this.followerError) {
-          this.followerError = this.health.describe(err as Error);
-          // Watches end cleanly; clients re-list (and get 503 until Redis is back).
-          this.cache.closeAll(new StorageError('Unavailable', this.followerError));
-        }
-        await new Promise((r) => setTimeout(r, backoff));
-        backoff = Math.min(backoff * 2, 250);
-      }
-    }
-  }
-
-  private async recovered(): Promise<void> {
-    const known = this.maxRV;
-    const rv = Number((await this.cmd.get(this.keys.rv())) ?? 0);
-    if (rv < known) {
-      this.maxRV = rv;
-      for (const s of this.byLog.values()) await this.reload(s);
-    }
-    this.followerError = undefined;
+    this.follower.start();
   }
 
   /**
@@ -332,10 +131,6 @@ class RedisStore implements Store {
     return r;
   }
 
-  private seen(rv: number): void {
-    if (rv > this.maxRV) this.maxRV = rv;
-  }
-
   private unavailable(err: unknown): StorageError {
     return this.health.unavailable(err);
   }
@@ -351,8 +146,8 @@ class RedisStore implements Store {
   }
 
   private async getNow(res: ResourceRef, key: ObjectKey, opts?: { consistency?: 'consistent' | 'any' }): Promise<KubeObject | undefined> {
-    const st = await this.state(res);
-    if (opts?.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
+    const st = await this.follower.state(res);
+    if (opts?.consistency !== 'any') await this.follower.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
     return st.rc.get(key);
   }
 
@@ -361,8 +156,8 @@ class RedisStore implements Store {
   }
 
   private async listNow(res: ResourceRef, opts: ListOptions): Promise<ListResult> {
-    const st = await this.state(res);
-    if (opts.consistency !== 'any') await this.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
+    const st = await this.follower.state(res);
+    if (opts.consistency !== 'any') await this.follower.sync(st).catch((e) => Promise.reject(this.unavailable(e)));
     return { ...listFromCache(st.rc, opts, st.rc.syncedRV), resourceVersion: opts.atRV ?? st.rc.syncedRV };
   }
 
@@ -388,7 +183,7 @@ class RedisStore implements Store {
     const keys = [this.keys.rv(), this.keys.objects(key.cluster, res), this.keys.log(res), this.keys.clusters(res)];
     let r: [string, (string | number)?, string?];
     try {
-      r = (await this.script(writeScript, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.cache.retentionOf(resourceId(res))], (x) => (x as string[])[0] === 'ok')) as typeof r;
+      r = (await this.script(writeScript, keys, [op, objectField(key), expectedRV ?? '', key.cluster, head, tail, this.follower.cache.retentionOf(resourceId(res))], (x) => (x as string[])[0] === 'ok')) as typeof r;
     } catch (err) {
       throw this.unavailable(err);
     }
@@ -399,14 +194,14 @@ class RedisStore implements Store {
       throw new StorageError('Conflict', `${what} has resourceVersion ${r[1]}, not ${expectedRV}`, Number(r[1]));
     }
     const rv = Number(r[1]);
-    this.seen(rv);
+    this.follower.seen(rv);
     return JSON.parse(op === 'delete' ? r[2]! : head + rv + tail);
   }
 
   async watch(res: ResourceRef, opts: WatchOptions, cb: WatchCallbacks): Promise<WatchHandle> {
     const bad = this.unhealthyReason();
     if (bad) throw new StorageError('Unavailable', bad);
-    const st = await this.state(res);
+    const st = await this.follower.state(res);
     if (st.reloading) await st.reloading;
     return st.rc.watch(opts, cb);
   }
@@ -414,7 +209,7 @@ class RedisStore implements Store {
   async currentRV(): Promise<number> {
     try {
       const rv = Number((await this.cmd.get(this.keys.rv())) ?? 0);
-      this.seen(rv);
+      this.follower.seen(rv);
       return rv;
     } catch (err) {
       throw this.unavailable(err);
@@ -424,7 +219,8 @@ class RedisStore implements Store {
   /** Known once the resource is in this process's cache; 0 before (a watch loads it first). */
   oldestRetainedRV(res: ResourceRef): number {
     const id = resourceId(res);
-    return this.cache.has(id) ? this.cache.resource(id).oldestRV : 0;
+    const cache = this.follower.cache;
+    return cache.has(id) ? cache.resource(id).oldestRV : 0;
   }
 
   private async lease(op: string, name: string, holder: string, token: number, ttlMs: number): Promise<[number, number?, number?]> {
@@ -496,29 +292,15 @@ class RedisStore implements Store {
   unhealthyReason(): string | undefined {
     if (this.closed) return 'store is closed';
     if (this.cmd.status !== 'ready') return `redis connection ${this.cmd.status}${this.lastError ? `: ${this.lastError}` : ''}`;
-    if (this.followerError) return `redis event log follower: ${this.followerError}`;
+    if (this.follower.error) return `redis event log follower: ${this.follower.error}`;
     return undefined;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.timer);
-    this.cache.stop();
-    this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
-    this.wake?.();
+    this.follower.stop();
     this.sub.disconnect();
     await this.cmd.quit().catch(() => this.cmd.disconnect());
   }
-}
-
-function noop(): void {}
-
-/** Results of a MULTI/pipeline, throwing the first per-command error. */
-function checked(out: [Error | null, unknown][] | null): unknown[] {
-  if (!out) throw new Error('transaction aborted');
-  return out.map(([err, v]) => {
-    if (err) throw err;
-    return v;
-  });
 }

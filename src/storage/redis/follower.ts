@@ -1,0 +1,269 @@
+// The Redis store's per-process cache (src/storage/watch-cache.ts), loaded from Redis and kept
+// current from the resources' event logs (Redis Streams): one blocking XREAD over every loaded log on
+// its own connection, a catch-up read before each consistent read ("consistent reads from cache"),
+// and a reload when the log was trimmed unseen or the counter went back (Redis lost data).
+// store.ts writes through Lua scripts and reads through this; design and failures: docs/storage.md.
+import { Cluster, Redis } from 'ioredis';
+import { type RedisKeys, parseObjectField, resourceId } from '../keys.js';
+import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type StoreEvent } from '../types.js';
+import { WatchCache, type ResourceCache } from '../watch-cache.js';
+import { decodeEntry } from './codec.js';
+import type { RedisHealth } from './health.js';
+
+type Raw = [string, string[]];
+
+export interface ResState {
+  res: ResourceRef;
+  logKey: string;
+  rc: ResourceCache;
+  /** RV of the last event-log entry applied (the follower resumes after it). */
+  lastLogRV: number;
+  inflight?: Promise<void>;
+  queued?: Promise<void>;
+  reloading?: Promise<void>;
+}
+
+export interface FollowerDeps {
+  cmd: Redis | Cluster;
+  /** The follower's own connection: its XREAD blocks (store.ts gives it a longer command timeout). */
+  sub: Redis | Cluster;
+  keys: RedisKeys;
+  health: RedisHealth;
+  /** Why the store cannot serve; the periodic sync waits while there is a reason. */
+  unhealthyReason: () => string | undefined;
+  retention?: number;
+  progressIntervalMs?: number;
+  freezeObjects?: boolean;
+}
+
+/** How long the follower's XREAD blocks; the follower connection's command timeout adds this. */
+export const FOLLOW_BLOCK_MS = 5000;
+
+export class RedisCacheFollower {
+  readonly cache: WatchCache;
+  /** Why the event logs cannot be followed (store.ts unhealthyReason), until the follower recovers. */
+  error: string | undefined;
+  private readonly states = new Map<string, Promise<ResState>>();
+  private readonly byLog = new Map<string, ResState>();
+  private subId: number | undefined;
+  private blocked = false;
+  private wake: (() => void) | undefined;
+  private maxRV = 0;
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly deps: FollowerDeps) {
+    deps.sub.on('ready', () => {
+      if (deps.sub instanceof Redis) deps.sub.client('ID').then((id) => (this.subId = Number(id)), () => {});
+    });
+    this.cache = new WatchCache({ retention: deps.retention, progressIntervalMs: deps.progressIntervalMs, freeze: deps.freezeObjects });
+    // Idle resources with watchers are synced periodically so bookmarks carry the latest RV.
+    this.timer = setInterval(() => {
+      if (deps.unhealthyReason()) return;
+      for (const st of this.byLog.values()) if (st.rc.watcherCount > 0) this.sync(st).catch(() => {});
+    }, deps.progressIntervalMs || 1000);
+    this.timer.unref();
+  }
+
+  start(): void {
+    void this.follow();
+  }
+
+  /** Ends the follower and every watch (they end with Unavailable; clients re-list elsewhere). */
+  stop(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.cache.stop();
+    this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
+    this.wake?.();
+  }
+
+  /** The cached state of `res`, loaded on first use (and the follower told to include its log). */
+  state(res: ResourceRef): Promise<ResState> {
+    const id = resourceId(res);
+    let p = this.states.get(id);
+    if (!p) {
+      p = this.init(res).catch((err) => {
+        this.states.delete(id);
+        throw this.deps.health.unavailable(err);
+      });
+      this.states.set(id, p);
+    }
+    return p;
+  }
+
+  private async init(res: ResourceRef): Promise<ResState> {
+    const st: ResState = { res, logKey: this.deps.keys.log(res), rc: this.cache.resource(resourceId(res)), lastLogRV: 0 };
+    await this.reload(st);
+    this.byLog.set(st.logKey, st);
+    // The follower is blocked on the old stream set: interrupt it so it includes this log.
+    if (this.blocked && this.subId !== undefined) (this.deps.cmd as Redis).client('UNBLOCK', this.subId).catch(() => {});
+    this.wake?.();
+    return st;
+  }
+
+  /** Atomically read every object, the counter and the retained log of `st.res`; replace the cache. */
+  private reload(st: ResState): Promise<void> {
+    st.reloading ??= (async () => {
+      try {
+        const res = st.res;
+        for (;;) {
+          const members = await this.deps.cmd.smembers(this.deps.keys.clusters(res));
+          const m = this.deps.cmd.multi().get(this.deps.keys.rv()).smembers(this.deps.keys.clusters(res));
+          for (const c of members) m.hgetall(this.deps.keys.objects(c, res));
+          m.xrevrange(st.logKey, '+', '-', 'COUNT', this.cache.retentionOf(resourceId(res)));
+          const out = checked(await m.exec());
+          const again = out[1] as string[];
+          // A cluster that got its first object in between: read again with it.
+          if (again.length !== members.length || again.some((c) => !members.includes(c))) continue;
+          const rv = Number(out[0] ?? 0);
+          const objects: [ObjectKey, KubeObject][] = [];
+          const byField = new Map<string, KubeObject>();
+          members.forEach((c, i) => {
+            for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) {
+              const obj = JSON.parse(json) as KubeObject;
+              objects.push([parseObjectField(c, f), obj]);
+              byField.set(`${c}\u0000${f}`, obj);
+            }
+          });
+          const entries = (out[2 + members.length] as Raw[]).map(decodeEntry).reverse();
+          // History and current objects share instances where they are the same state, so a fresh
+          // process does not hold two parsed copies of every recently written object.
+          const lastByField = new Map<string, KubeObject>();
+          const history: StoreEvent[] = entries.map((e) => {
+            const k = `${e.cluster}\u0000${e.field}`;
+            const cur = byField.get(k);
+            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? cur : (JSON.parse(e.json) as KubeObject);
+            const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object };
+            if (e.prevJson && e.type !== 'ADDED') ev.prevObject = lastByField.get(k) ?? JSON.parse(e.prevJson);
+            lastByField.set(k, object);
+            return ev;
+          });
+          st.rc.reset(objects, rv, history, entries[0]?.prevLog ?? 0);
+          st.lastLogRV = entries.at(-1)?.rv ?? 0;
+          this.seen(rv);
+          return;
+        }
+      } finally {
+        st.reloading = undefined;
+      }
+    })();
+    return st.reloading;
+  }
+
+  /** Apply log entries in order. A broken `prevLog` chain means entries were trimmed unseen. */
+  private apply(st: ResState, raw: Raw[]): void {
+    for (const r of raw) {
+      const e = decodeEntry(r);
+      if (e.rv <= st.lastLogRV) continue;
+      if (e.prevLog !== st.lastLogRV) {
+        void this.reload(st).catch(() => {});
+        return;
+      }
+      st.rc.apply(e.type, parseObjectField(e.cluster, e.field), JSON.parse(e.json), e.rv);
+      st.lastLogRV = e.rv;
+      this.seen(e.rv);
+    }
+  }
+
+  /**
+   * Catch the cache of `st` up with every write acknowledged before this call: read the counter,
+   * then the log after our position, in one pipelined round trip. Concurrent callers share one
+   * request; a caller arriving while one is in flight waits for the next (which starts after it).
+   */
+  sync(st: ResState): Promise<void> {
+    if (!st.inflight) return this.startSync(st);
+    st.queued ??= st.inflight.then(noop, noop).then(() => {
+      st.queued = undefined;
+      return this.startSync(st);
+    });
+    return st.queued;
+  }
+
+  private startSync(st: ResState): Promise<void> {
+    const p: Promise<void> = this.doSync(st).finally(() => {
+      if (st.inflight === p) st.inflight = undefined;
+    });
+    st.inflight = p;
+    return p;
+  }
+
+  private async doSync(st: ResState): Promise<void> {
+    if (st.reloading) await st.reloading;
+    // Only RVs seen before the GET was sent can prove the counter went back: a write acknowledged
+    // while this pipeline is in flight may carry a higher RV than the GET saw.
+    const known = this.maxRV;
+    const out = checked(await this.deps.cmd.pipeline().get(this.deps.keys.rv()).xrange(st.logKey, `(${st.lastLogRV}-0`, '+').exec());
+    const rv = Number(out[0] ?? 0);
+    if (rv < known) {
+      // The counter went back: Redis lost data (restarted without persistence). Start over.
+      this.maxRV = rv;
+      for (const s of this.byLog.values()) await this.reload(s);
+      return;
+    }
+    this.apply(st, out[1] as Raw[]);
+    if (st.reloading) await st.reloading;
+    if (rv > st.rc.syncedRV) st.rc.syncedRV = rv;
+    this.seen(rv);
+  }
+
+  /** One blocking XREAD over every loaded log, on its own connection. */
+  private async follow(): Promise<void> {
+    let backoff = 50;
+    while (!this.closed) {
+      const sts = [...this.byLog.values()];
+      if (sts.length === 0) {
+        await new Promise<void>((r) => (this.wake = r));
+        this.wake = undefined;
+        continue;
+      }
+      try {
+        this.blocked = true;
+        const block = this.deps.sub instanceof Cluster ? 500 : FOLLOW_BLOCK_MS; // no CLIENT UNBLOCK on Cluster
+        const r = (await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...sts.map((s) => s.logKey), ...sts.map((s) => `${s.lastLogRV}-0`))) as [string, Raw[]][] | null;
+        this.blocked = false;
+        if (this.error) await this.recovered();
+        for (const [k, entries] of r ?? []) {
+          const st = this.byLog.get(k);
+          if (st && !st.reloading) this.apply(st, entries);
+        }
+        backoff = 50;
+      } catch (err) {
+        this.blocked = false;
+        if (this.closed) return;
+        if (!this.error) {
+          this.error = this.deps.health.describe(err as Error);
+          // Watches end cleanly; clients re-list (and get 503 until Redis is back).
+          this.cache.closeAll(new StorageError('Unavailable', this.error));
+        }
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 250);
+      }
+    }
+  }
+
+  private async recovered(): Promise<void> {
+    const known = this.maxRV;
+    const rv = Number((await this.deps.cmd.get(this.deps.keys.rv())) ?? 0);
+    if (rv < known) {
+      this.maxRV = rv;
+      for (const s of this.byLog.values()) await this.reload(s);
+    }
+    this.error = undefined;
+  }
+  /** The highest RV this process has seen (a lower counter later means Redis lost data). */
+  seen(rv: number): void {
+    if (rv > this.maxRV) this.maxRV = rv;
+  }
+}
+
+function noop(): void {}
+
+/** Results of a MULTI/pipeline, throwing the first per-command error. */
+function checked(out: [Error | null, unknown][] | null): unknown[] {
+  if (!out) throw new Error('transaction aborted');
+  return out.map(([err, v]) => {
+    if (err) throw err;
+    return v;
+  });
+}
