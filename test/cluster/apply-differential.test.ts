@@ -5,55 +5,20 @@
 // the resourceVersion moved, and for a 409 the message and every conflict cause.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { RESOURCES } from '../../src/api/resources.js';
 import { buildOpenAPIDocuments } from '../../src/apiserver/openapi/index.js';
 import { startServer, type StartedServer } from '../support/server.js';
-import { startControlPlane, until, type ControlPlane } from './fixture.js';
+import { startControlPlane, type ControlPlane } from './fixture.js';
+import { createGitTargetCRD, kubeRequest as kubeRequestTo, type Answer } from './differential.js';
 
 const GROUP = 'configbutler.ai';
 const GV = `${GROUP}/v1alpha1`;
 const BASE = `/apis/${GV}/namespaces/default/gittargets`;
 
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
-
 let cp: ControlPlane;
 let ours: StartedServer;
 
-function kubeRequest(method: string, path: string, contentType: string | undefined, body: string | undefined): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(body);
-    const req = httpsRequest(`${cp.url}${path}`, {
-      method,
-      ca: cp.ca.certPem,
-      cert: cp.admin.cert.certPem,
-      key: cp.admin.cert.keyPem,
-      agent: false,
-      headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType!, 'content-length': payload.length } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: any;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed, text });
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const kubeRequest = (method: string, path: string, contentType: string | undefined, body: string | undefined) => kubeRequestTo(cp, method, path, { body, contentType });
 
 /** Keywords a CRD's JSONSchemaProps accepts; the rest of our published schema (GVK lists) is dropped. */
 const CRD_KEYS = new Set([
@@ -82,24 +47,7 @@ before(async () => {
   const schema = crdSchema(published);
   // A CRD's metadata schema may only be `type: object`; kube-apiserver brings ObjectMeta's own.
   schema.properties.metadata = { type: 'object' };
-  const crd = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `gittargets.${GROUP}` },
-    spec: {
-      group: GROUP,
-      scope: 'Namespaced',
-      names: { plural: 'gittargets', singular: 'gittarget', kind: 'GitTarget', listKind: 'GitTargetList' },
-      versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: schema }, subresources: { status: {} } }],
-    },
-  };
-  const r = await cp.api('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  assert.equal(r.status, 201, r.text);
-  await until('the CRD is established and served', async () => {
-    const c = await cp.api('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gittargets.${GROUP}`);
-    const established = c.body?.status?.conditions?.some((x: any) => x.type === 'Established' && x.status === 'True');
-    return established && (await cp.api('GET', BASE)).status === 200;
-  }, 60_000);
+  await createGitTargetCRD(cp, schema);
 });
 
 after(async () => {
