@@ -1,5 +1,5 @@
 // ValidateObjectMeta of k8s.io/apimachinery: names, labels, annotations, finalizers.
-import { type FieldError, invalidValue, required, tooLong } from './field-errors.js';
+import { type FieldError, forbiddenField, invalidValue, required, tooLong } from './field-errors.js';
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -123,4 +123,17 @@ export function* finalizerErrors(meta: Record<string, any>, errs: FieldError[]):
     } else seen.add(f);
   }
   return errs;
+}
+
+/**
+ * ValidateNoNewFinalizers of k8s.io/apimachinery, for an update of an object being deleted: the
+ * finalizers it adds, sorted and once each, in Go's %#v of a []string as kube-apiserver words it
+ * (`found new finalizers []string{"a", "b"}`; test/cluster/parity-differential.test.ts).
+ */
+export function newFinalizersError(oldFinalizers: readonly string[] = [], newFinalizers: readonly string[] = []): FieldError | undefined {
+  const had = new Set(oldFinalizers);
+  const added = [...new Set(newFinalizers.filter((f) => !had.has(f)))].sort();
+  if (added.length === 0) return undefined;
+  const goList = `[]string{${added.map((f) => JSON.stringify(f)).join(', ')}}`;
+  return forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${goList}`);
 }

@@ -5,8 +5,24 @@
 import { createHash } from 'node:crypto';
 import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 
+/** A built-in resource's verbs, sorted as kube-apiserver lists them (the sandbox's core, apps and events). */
 export const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+/**
+ * Our own resources' verbs in the order kube-apiserver lists a CRD's (apiextensions-apiserver's
+ * discovery controller), since a cluster and kcp serve configbutler.ai as CRDs and clients see both
+ * (test/cluster/parity-differential.test.ts).
+ */
+export const CRD_VERBS = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
 const STATUS_VERBS = ['get', 'patch', 'update'];
+
+/** Kubernetes' own groups: the legacy core, the unqualified ones (apps, batch) and *.k8s.io. */
+function builtinGroup(group: string): boolean {
+  return group === '' || !group.includes('.') || group.endsWith('.k8s.io');
+}
+
+function verbsOf(r: ResourceDefinition): readonly string[] {
+  return r.verbs ?? (builtinGroup(r.group) ? VERBS : CRD_VERBS);
+}
 
 export interface Doc {
   body: Buffer;
@@ -54,7 +70,7 @@ function groupVersions(resources: ResourceDefinition[]): GroupVersion[] {
 function legacyResources(gv: GroupVersion): unknown[] {
   return gv.resources.flatMap((r) => {
     const storageVersionHash = createHash('sha256').update(`${apiVersionOf(r)}/${r.kind}`).digest('base64').slice(0, 12);
-    const main: Record<string, unknown> = { name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: r.verbs ?? VERBS };
+    const main: Record<string, unknown> = { name: r.plural, singularName: r.singular, namespaced: r.namespaced, kind: r.kind, verbs: verbsOf(r) };
     if (r.shortNames.length) main.shortNames = r.shortNames;
     if (r.categories.length) main.categories = r.categories;
     if (!r.verbs) main.storageVersionHash = storageVersionHash; // stored resources only (a review is never stored)
@@ -74,7 +90,7 @@ function aggregatedVersion(gv: GroupVersion): unknown {
         responseKind: { group: r.group, version: r.version, kind: r.kind },
         scope: r.namespaced ? 'Namespaced' : 'Cluster',
         singularResource: r.singular,
-        verbs: r.verbs ?? VERBS,
+        verbs: verbsOf(r),
       };
       if (r.shortNames.length) out.shortNames = r.shortNames;
       if (r.categories.length) out.categories = r.categories;

@@ -5,8 +5,8 @@
 // controllers call the same methods, with a RequestContext naming who acts.
 import { apiVersionOf, type ResourceDefinition } from '../api/definition.js';
 import { compileSchema, type FieldValidation, type SchemaValidator } from '../api/validation.js';
-import { finalizerErrors, validateObjectMeta } from '../api/object-meta.js';
-import { type FieldError, invalidValue, forbiddenField } from '../api/field-errors.js';
+import { finalizerErrors, newFinalizersError, validateObjectMeta } from '../api/object-meta.js';
+import { type FieldError, invalidValue } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
 import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
@@ -334,13 +334,8 @@ export class Registry {
     await breathe();
     const warnings = await this.validate(next, old, opts.fieldValidation, true, subresource);
     await breathe();
-    if (o.deletionTimestamp) {
-      const had = new Set(o.finalizers ?? []);
-      const added = (m.finalizers ?? []).filter((f) => !had.has(f));
-      if (added.length) {
-        throw status.invalid(this.gr, name, [forbiddenField('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`)]);
-      }
-    }
+    const finalizersAdded = o.deletionTimestamp ? newFinalizersError(o.finalizers, m.finalizers) : undefined;
+    if (finalizersAdded) throw status.invalid(this.gr, name, [finalizersAdded]);
     await this.wrap(next.metadata.name ?? '', async () => this.strategy.admitUpdate?.(ctx, next, old, subresource));
     if (this.strategy.generation && specChanged(old, next, owned)) m.generation = (o.generation ?? 1) + 1;
     if (applied) {

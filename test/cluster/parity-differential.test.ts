@@ -3,55 +3,25 @@
 // (src/kcp/manifests.ts openAPIV3SchemaOf, the schema kcp gets too). Our server's hosting cluster is
 // that kube-apiserver, so both see the same namespaces. Where we match, the Status must be equal;
 // where we keep our answer, the difference is asserted exactly and docs/api.md#errors says why.
+// Also the cosmetic ones: discovery's verb order, `kubectl explain`'s types for managedFields, and
+// the wording of the new-finalizers error.
 // Fast versions without a control plane: test/protocol/namespace-lifecycle.test.ts,
 // test/protocol/parity.test.ts.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import { gitTarget, startServer, type StartedServer } from '../support/server.js';
 import { startControlPlane, until, type ControlPlane } from './fixture.js';
+import { GROUP, GV, createGitTargetCRD, kubeRequest, outcome, show, type Answer } from './differential.js';
 import { openAPIV3SchemaOf } from '../../src/kcp/manifests.js';
 import { servedResources } from '../../src/api/resources.js';
+import { Kubectl, kubectlBinary } from '../support/kubectl.js';
 
-const GROUP = 'configbutler.ai';
-const GV = `/apis/${GROUP}/v1alpha1`;
 const gts = (ns: string) => `${GV}/namespaces/${ns}/gittargets`;
-
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
 
 let cp: ControlPlane;
 let ours: StartedServer;
 
-function kube(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const req = httpsRequest(`${cp.url}${path}`, {
-      method, ca: cp.ca.certPem, cert: cp.admin.cert.certPem, key: cp.admin.cert.keyPem, agent: false,
-      headers: { accept: 'application/json', ...(payload ? { 'content-type': contentType, 'content-length': payload.length } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: any;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed, text });
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const kube = (method: string, path: string, body?: unknown, contentType?: string) => kubeRequest(cp, method, path, { body, contentType });
 
 function both(method: string, path: string, body?: unknown, contentType?: string): Promise<[Answer, Answer]> {
   return Promise.all([
@@ -60,32 +30,10 @@ function both(method: string, path: string, body?: unknown, contentType?: string
   ]);
 }
 
-/** Status code, and for a failure the Status's reason, message, details' name/kind and causes. */
-function outcome(a: Answer): unknown {
-  if (a.status < 300) return { status: a.status };
-  const d = a.body?.details ?? {};
-  return { status: a.status, reason: a.body?.reason, message: a.body?.message, name: d.name, kind: d.kind, causes: d.causes ?? [] };
-}
-
-const show = (mine: Answer, theirs: Answer) => `\nours: ${mine.text.slice(0, 600)}\nkube: ${theirs.text.slice(0, 600)}`;
-
 before(async () => {
   cp = await startControlPlane();
   const def = servedResources({ configbutler: true, sandbox: false }).find((d) => d.plural === 'gittargets')!;
-  const crd = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `gittargets.${GROUP}` },
-    spec: {
-      group: GROUP,
-      scope: 'Namespaced',
-      names: { plural: 'gittargets', singular: 'gittarget', kind: 'GitTarget', listKind: 'GitTargetList' },
-      versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: openAPIV3SchemaOf(def) }, subresources: { status: {} } }],
-    },
-  };
-  const r = await cp.api('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  assert.equal(r.status, 201, r.text);
-  await until('the CRD is established and served', async () => (await cp.api('GET', gts('default'))).status === 200, 60_000);
+  await createGitTargetCRD(cp, openAPIV3SchemaOf(def));
   // Our server's hosting cluster is the same kube-apiserver: the NamespaceLifecycle admission reads its namespaces.
   ours = await startServer(['--kubeconfig', cp.admin.kubeconfig, '--register-apiservice=false', '--authentication-skip-lookup=true', '--controllers=none']);
 });
@@ -190,4 +138,55 @@ test('an immediate DELETE: both 200; kube answers a Status for a CRD, we answer 
   assert.deepEqual([mine.body.kind, mine.body.metadata.name], ['GitTarget', 'gone']);
   assert.deepEqual([theirs.body.kind, theirs.body.status, theirs.body.details?.name, theirs.body.details?.group, theirs.body.details?.kind],
     ['Status', 'Success', 'gone', GROUP, 'gittargets'], theirs.text);
+});
+
+test('discovery: the same verbs, in the same order, for gittargets and gittargets/status (legacy and aggregated)', async () => {
+  const [mine, theirs] = await both('GET', GV);
+  const verbs = (a: Answer) => a.body.resources.filter((r: any) => r.name.startsWith('gittargets')).map((r: any) => `${r.name}: ${r.verbs.join(',')}`);
+  assert.deepEqual(verbs(theirs), ['gittargets: delete,deletecollection,get,list,patch,create,update,watch', 'gittargets/status: get,patch,update'], theirs.text);
+  assert.deepEqual(verbs(mine), verbs(theirs), show(mine, theirs));
+  const accept = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+  const aggregated = async (get: (p: string) => Promise<Answer>) => {
+    const group = (await get('/apis')).body.items.find((g: any) => g.metadata.name === GROUP);
+    const gt = group.versions[0].resources.find((r: any) => r.resource === 'gittargets');
+    return [gt.verbs.join(','), ...gt.subresources.map((s: any) => `${s.subresource}: ${s.verbs.join(',')}`)];
+  };
+  const [a, b] = await Promise.all([aggregated((p) => ours.request('GET', p, { headers: { accept } })), aggregated((p) => kubeRequest(cp, 'GET', p, { headers: { accept } }))]);
+  assert.deepEqual(b, ['delete,deletecollection,get,list,patch,create,update,watch', 'status: get,patch,update']);
+  assert.deepEqual(a, b);
+});
+
+test('kubectl explain: the same types for metadata.managedFields (ManagedFieldsEntry, FieldsV1, Time)', async (t) => {
+  const types = async (kubeconfig: string) => {
+    const k = new Kubectl(kubectlBinary(), kubeconfig);
+    t.after(() => k.cleanup());
+    const r = await k.run(['explain', 'gittargets.metadata.managedFields']);
+    assert.equal(r.code, 0, r.stderr);
+    // The field's own line and each field's name and type; the descriptions are each server's own.
+    return r.stdout.split('\n').filter((l) => /^FIELD:/.test(l) || /^ {2}\S+\t<[^>]+>$/.test(l)).map((l) => l.trim().replace(/\s+/g, ' '));
+  };
+  // kube-apiserver publishes a new CRD's OpenAPI a moment after it is established.
+  await until('kube-apiserver publishes the CRD in OpenAPI v3', async () => (await kube('GET', '/openapi/v3')).text.includes(`apis/${GROUP}/v1alpha1`), 60_000);
+  const theirs = await types(cp.admin.kubeconfig);
+  assert.deepEqual(theirs, [
+    'FIELD: managedFields <[]ManagedFieldsEntry>',
+    'apiVersion <string>', 'fieldsType <string>', 'fieldsV1 <FieldsV1>', 'manager <string>', 'operation <string>', 'subresource <string>', 'time <Time>',
+  ]);
+  assert.deepEqual(await types(ours.kubeconfig), theirs);
+});
+
+test('finalizers: adding one to an object being deleted is the same 422, the new finalizers listed as kube words them', async () => {
+  const body = { ...gitTarget('fin', 'default'), metadata: { name: 'fin', namespace: 'default', finalizers: ['example.com/keep'] } };
+  let [mine, theirs] = await both('POST', gts('default'), body);
+  assert.deepEqual([mine.status, theirs.status], [201, 201], show(mine, theirs));
+  [mine, theirs] = await both('DELETE', `${gts('default')}/fin`);
+  assert.deepEqual([mine.status, theirs.status], [200, 200], show(mine, theirs));
+  const patch = { metadata: { finalizers: ['example.com/keep', 'example.com/z', 'example.com/a'] } };
+  [mine, theirs] = await both('PATCH', `${gts('default')}/fin`, patch, 'application/merge-patch+json');
+  assert.equal(theirs.status, 422, theirs.text);
+  assert.equal(theirs.body.message, 'GitTarget.configbutler.ai "fin" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"example.com/a", "example.com/z"}');
+  assert.deepEqual(outcome(mine), outcome(theirs), show(mine, theirs));
+  // Let it go.
+  [mine, theirs] = await both('PATCH', `${gts('default')}/fin`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+  assert.deepEqual([mine.status, theirs.status], [200, 200], show(mine, theirs));
 });

@@ -102,7 +102,7 @@ test('the shard discovers and lists across /clusters/*; a user\'s wildcard reque
   assert.equal(d.status, 200, d.text);
   assert.equal(d.json().kind, 'APIResourceList');
   const gt = d.json().resources.find((x: any) => x.name === 'gittargets');
-  assert.deepEqual(gt.verbs, ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']);
+  assert.deepEqual(gt.verbs, ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch']);
 
   const l = await call(`/clusters/*${GROUP_PATH}/gittargets`, { cert: shard });
   assert.equal(l.status, 200, l.text);

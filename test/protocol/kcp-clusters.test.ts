@@ -57,7 +57,7 @@ test('K3, K5: the wildcard lists every cluster with one resourceVersion, and ser
   assert.equal(disco.status, 200);
   assert.equal(disco.body.kind, 'APIResourceList');
   assert.deepEqual(disco.body.resources.find((r: any) => r.name === 'gittargets').verbs, [
-    'create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch',
+    'delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch',
   ]);
 });
 

@@ -10,6 +10,9 @@ export const STATUS = `${META_PREFIX}.Status`;
 export const WATCH_EVENT = `${META_PREFIX}.WatchEvent`;
 export const DELETE_OPTIONS = `${META_PREFIX}.DeleteOptions`;
 export const PATCH = `${META_PREFIX}.Patch`;
+export const MANAGED_FIELDS_ENTRY = `${META_PREFIX}.ManagedFieldsEntry`;
+export const FIELDS_V1 = `${META_PREFIX}.FieldsV1`;
+export const TIME = `${META_PREFIX}.Time`;
 
 const str = (description: string): JsonSchema => ({ type: 'string', description });
 const int64 = (description: string): JsonSchema => ({ type: 'integer', format: 'int64', description });
@@ -56,10 +59,22 @@ export function metaComponents(): Record<string, JsonSchema> {
       },
     },
     // Own description for the component: explain prints it after the metadata field's description.
-    [OBJECT_META]: {
-      ...toOpenAPISchema(ObjectMetaSchema),
-      description: 'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.',
+    [OBJECT_META]: objectMeta(),
+    [MANAGED_FIELDS_ENTRY]: {
+      type: 'object',
+      description: 'ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to.',
+      properties: {
+        apiVersion: str('APIVersion defines the version of this resource that this field set applies to.'),
+        fieldsType: str('FieldsType is the discriminator for the different fields format and version. The only valid value is "FieldsV1".'),
+        fieldsV1: { allOf: [ref(FIELDS_V1)], description: 'FieldsV1 holds the first JSON version format as described in the "FieldsV1" type.' },
+        manager: str('Manager is an identifier of the workflow managing these fields.'),
+        operation: str('Operation is the type of operation which lead to this ManagedFieldsEntry being created: Apply or Update.'),
+        subresource: str('Subresource is the name of the subresource used to update that object, or empty for the main resource.'),
+        time: { allOf: [ref(TIME)], description: 'Time is the timestamp of when the ManagedFields entry was added.' },
+      },
     },
+    [FIELDS_V1]: { type: 'object', description: 'FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.' },
+    [TIME]: { type: 'string', format: 'date-time', description: 'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON (RFC 3339).' },
     [PATCH]: { type: 'object', description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.' },
     [STATUS]: {
       type: 'object',
@@ -103,4 +118,17 @@ export function metaComponents(): Record<string, JsonSchema> {
       },
     },
   };
+}
+
+/**
+ * ObjectMeta from the TypeBox schema that validates it, but for managedFields, published as
+ * kube-apiserver publishes them: a list of ManagedFieldsEntry whose fieldsV1 and time are the
+ * FieldsV1 and Time components, so `kubectl explain` names the same types for our resources as for
+ * a CRD (test/cluster/parity-differential.test.ts).
+ */
+function objectMeta(): JsonSchema {
+  const meta = toOpenAPISchema(ObjectMetaSchema);
+  const { description } = meta.properties.managedFields;
+  meta.properties.managedFields = { type: 'array', description, items: { default: {}, allOf: [ref(MANAGED_FIELDS_ENTRY)] } };
+  return { ...meta, description: 'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.' };
 }
