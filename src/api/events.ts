@@ -102,18 +102,32 @@ function validateEventsV1(o: Obj): FieldError[] {
 
 const ref = (o: Obj | undefined) => `${(o?.kind ?? '').toLowerCase()}/${o?.name ?? ''}`;
 
-export const coreEvents: ResourceDefinition = {
-  group: '',
+type Selectors = ResourceDefinition['selectableFields'];
+
+/** Field selectors on fields of the event itself, unset fields matching "". */
+const ownFields = (...names: string[]): Selectors => Object.fromEntries(names.map((n) => [n, (o: Obj) => o?.[n] ?? '']));
+
+/** Field selectors on fields of the object reference an event is about (`involvedObject`, `regarding`). */
+const referenceFields = (reference: string, ...names: string[]): Selectors =>
+  Object.fromEntries(names.map((n) => [`${reference}.${n}`, (o: Obj) => o?.[reference]?.[n] ?? '']));
+
+/** What core/v1 and events.k8s.io/v1 Events share: kube-apiserver serves both from one storage. */
+const EVENT = {
   version: 'v1',
   kind: 'Event',
   listKind: 'EventList',
   plural: 'events',
   singular: 'event',
-  shortNames: ['ev'],
-  categories: [],
   namespaced: true,
   statusSubresource: false,
   generation: false,
+} as const;
+
+export const coreEvents: ResourceDefinition = {
+  ...EVENT,
+  group: '',
+  shortNames: ['ev'],
+  categories: [],
   schema: CoreEventSchema,
   columns: [
     { name: 'Last Seen', type: 'date', description: 'Time of the last occurrence', priority: 0, jsonPath: '.lastTimestamp', value: lastSeen },
@@ -124,17 +138,9 @@ export const coreEvents: ResourceDefinition = {
   ],
   // The field selectors of kube-apiserver's core/v1 events (pkg/registry/core/event/strategy.go).
   selectableFields: {
-    'involvedObject.kind': (o) => o?.involvedObject?.kind ?? '',
-    'involvedObject.namespace': (o) => o?.involvedObject?.namespace ?? '',
-    'involvedObject.name': (o) => o?.involvedObject?.name ?? '',
-    'involvedObject.uid': (o) => o?.involvedObject?.uid ?? '',
-    'involvedObject.apiVersion': (o) => o?.involvedObject?.apiVersion ?? '',
-    'involvedObject.resourceVersion': (o) => o?.involvedObject?.resourceVersion ?? '',
-    'involvedObject.fieldPath': (o) => o?.involvedObject?.fieldPath ?? '',
-    reason: (o) => o?.reason ?? '',
-    reportingComponent: (o) => o?.reportingComponent ?? '',
+    ...referenceFields('involvedObject', 'kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'),
+    ...ownFields('reason', 'reportingComponent', 'type'),
     source: (o) => o?.source?.component ?? '',
-    type: (o) => o?.type ?? '',
   },
   strategicMerge: METADATA_MERGE_KEYS,
   validateCreate: validateType,
@@ -142,30 +148,17 @@ export const coreEvents: ResourceDefinition = {
 };
 
 export const eventsV1Events: ResourceDefinition = {
+  ...EVENT,
   group: 'events.k8s.io',
-  version: 'v1',
-  kind: 'Event',
-  listKind: 'EventList',
-  plural: 'events',
-  singular: 'event',
   shortNames: ['ev'],
   categories: [],
-  namespaced: true,
-  statusSubresource: false,
-  generation: false,
   schema: EventsV1EventSchema,
   columns: coreEvents.columns.map((c) =>
     c.name === 'Object' ? { ...c, jsonPath: '.regarding.name', value: (o: Obj) => ref(o?.regarding) } : c.name === 'Message' ? { ...c, jsonPath: '.note', value: (o: Obj) => o?.note ?? '' } : c,
   ),
   selectableFields: {
-    'regarding.kind': (o) => o?.regarding?.kind ?? '',
-    'regarding.namespace': (o) => o?.regarding?.namespace ?? '',
-    'regarding.name': (o) => o?.regarding?.name ?? '',
-    'regarding.uid': (o) => o?.regarding?.uid ?? '',
-    'regarding.apiVersion': (o) => o?.regarding?.apiVersion ?? '',
-    reason: (o) => o?.reason ?? '',
-    reportingController: (o) => o?.reportingController ?? '',
-    type: (o) => o?.type ?? '',
+    ...referenceFields('regarding', 'kind', 'namespace', 'name', 'uid', 'apiVersion'),
+    ...ownFields('reason', 'reportingController', 'type'),
   },
   validateCreate: validateEventsV1,
   validateUpdate: validateEventsV1,
