@@ -5,11 +5,10 @@
 // exactly the bytes the writer would.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import git from 'isomorphic-git';
 import { scanTree, type FileTree, type ScanOptions, type TreeFile } from '../analyzer/scan.js';
 import type { ScanReport } from '../analyzer/types.js';
 import type { Repository } from './repository.js';
-import { gitFs, type ObjectStore } from './object-store.js';
+import type { ObjectStore } from './object-store.js';
 import { isTreeMode } from './objects.js';
 import { treeAt } from './tree-edit.js';
 
@@ -80,25 +79,6 @@ export async function gitDirOf(path: string): Promise<string | undefined> {
   if ((await isFile(join(path, 'HEAD'))) && (await isDir(join(path, 'objects')))) return path;
   if (await isDir(join(path, '.git'))) return join(path, '.git');
   return undefined;
-}
-
-/** The commit a branch of a local git directory points at (HEAD's branch when `branch` is absent). */
-export async function resolveBranch(gitdir: string, branch: string | undefined): Promise<{ branch: string | undefined; commit: string | undefined }> {
-  let name = branch;
-  if (!name) {
-    try {
-      const head = await git.resolveRef({ fs: gitFs, gitdir, ref: 'HEAD', depth: 2 });
-      name = head.startsWith('refs/heads/') ? head.slice('refs/heads/'.length) : undefined;
-    } catch {
-      name = undefined;
-    }
-  }
-  if (!name) return { branch, commit: undefined };
-  try {
-    return { branch: name, commit: await git.resolveRef({ fs: gitFs, gitdir, ref: `refs/heads/${name}` }) };
-  } catch {
-    return { branch: name, commit: undefined };
-  }
 }
 
 /** Scans a branch of an opened repository (the engine's cached clone or a local bare repository). */

@@ -11,7 +11,7 @@ import { createHttpClient } from '../git/http-client.js';
 import type { RemoteLimits } from '../git/remote-limits.js';
 import { HttpRepository, LocalRepository } from '../git/repository.js';
 import { validateRepositoryURL } from '../git/repository-url.js';
-import { DirectoryTree, gitDirOf, resolveBranch, scanBranch } from '../git/scan-source.js';
+import { DirectoryTree, gitDirOf, scanBranch } from '../git/scan-source.js';
 
 export { SCHEMA_VERSION, REASONS, allAcceptable };
 export type { Finding, FolderClaim, FolderVerdict, FileReport, ObjectIdentity, Reason, ScanReport, RemoteLimits };
@@ -46,7 +46,7 @@ async function scan(opts: ScanSourceOptions, path: string, scope: 'folder' | 're
     const cache = await mkdtemp(join(tmpdir(), 'reverser-analyze-'));
     try {
       const repo = new HttpRepository(opts.repository.replace(/\/+$/, ''), opts.credentials, cache, createHttpClient(opts.remoteLimits));
-      const branch = opts.branch ?? (await defaultBranchOf(repo));
+      const branch = opts.branch ?? (await repo.defaultBranch()) ?? 'main';
       return await scanBranch(repo, branch, { ...base, repository: repo.display });
     } catch (e) {
       throw new AnalyzerError((e as Error).message);
@@ -62,13 +62,10 @@ async function scan(opts: ScanSourceOptions, path: string, scope: 'folder' | 're
       throw new AnalyzerError(`cannot read ${dir}: ${e.message}`);
     });
   }
-  const { branch } = await resolveBranch(gitdir, opts.branch);
+  const repo = new LocalRepository(gitdir, false);
+  const branch = opts.branch || (await repo.defaultBranch());
   if (!branch) throw new AnalyzerError(`${dir} has no branch to scan (HEAD is detached or unborn); pass a branch`);
-  return scanBranch(new LocalRepository(gitdir, false), branch, { ...base, repository: dir });
-}
-
-async function defaultBranchOf(repo: HttpRepository): Promise<string> {
-  return (await repo.defaultBranch()) ?? 'main';
+  return scanBranch(repo, branch, { ...base, repository: dir });
 }
 
 /** May this folder become a GitTarget, and if not, why: one verdict, for `path`. */
