@@ -3,18 +3,16 @@
 // mirrored change from those facts). Ingestion owns the endpoint and the fact storage; the join
 // owns the waiting, the per-author windows and the GitTarget's AuditAttribution condition.
 
+import type { RequestUser, WriteVerb } from '../apiserver/write-observer.js';
+
 /** The route of the hosting cluster: GitTargets without a kubeconfig source read facts from it. */
 export const HOSTING_ROUTE = 'hosting';
 
-export type FactVerb = 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+/** The verbs that change objects: those of the request path's write observer (src/apiserver/write-observer.ts). */
+export type FactVerb = WriteVerb;
 
-/** The effective identity of an audited request (the impersonated user when there was one). */
-export interface AuditUser {
-  username: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
+/** The effective identity of an audited request (the impersonated user when there was one): a request's user. */
+export type AuditUser = RequestUser;
 
 /** One accepted audit event: a request that completed and changed an object. */
 export interface AuditFact {
