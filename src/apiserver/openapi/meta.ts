@@ -12,7 +12,6 @@ export const DELETE_OPTIONS = `${META_PREFIX}.DeleteOptions`;
 export const PATCH = `${META_PREFIX}.Patch`;
 export const MANAGED_FIELDS_ENTRY = `${META_PREFIX}.ManagedFieldsEntry`;
 export const FIELDS_V1 = `${META_PREFIX}.FieldsV1`;
-export const TIME = `${META_PREFIX}.Time`;
 
 const str = (description: string): JsonSchema => ({ type: 'string', description });
 const int64 = (description: string): JsonSchema => ({ type: 'integer', format: 'int64', description });
@@ -70,11 +69,11 @@ export function metaComponents(): Record<string, JsonSchema> {
         manager: str('Manager is an identifier of the workflow managing these fields.'),
         operation: str('Operation is the type of operation which lead to this ManagedFieldsEntry being created: Apply or Update.'),
         subresource: str('Subresource is the name of the subresource used to update that object, or empty for the main resource.'),
-        time: { allOf: [ref(TIME)], description: 'Time is the timestamp of when the ManagedFields entry was added.' },
+        // A CRD's OpenAPI inlines metav1.Time as a date-time string; kubectl explain then says <string>.
+        time: { type: 'string', format: 'date-time', description: 'Time is the timestamp of when the ManagedFields entry was added.' },
       },
     },
     [FIELDS_V1]: { type: 'object', description: 'FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.' },
-    [TIME]: { type: 'string', format: 'date-time', description: 'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON (RFC 3339).' },
     [PATCH]: { type: 'object', description: 'Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.' },
     [STATUS]: {
       type: 'object',
@@ -122,9 +121,9 @@ export function metaComponents(): Record<string, JsonSchema> {
 
 /**
  * ObjectMeta from the TypeBox schema that validates it, but for managedFields, published as
- * kube-apiserver publishes them: a list of ManagedFieldsEntry whose fieldsV1 and time are the
- * FieldsV1 and Time components, so `kubectl explain` names the same types for our resources as for
- * a CRD (test/cluster/parity-differential.test.ts).
+ * kube-apiserver publishes them for a CRD: a list of ManagedFieldsEntry whose fieldsV1 is the
+ * FieldsV1 component and whose time is a date-time string, so `kubectl explain` names the same
+ * types for our resources as for a CRD (test/cluster/parity-differential.test.ts).
  */
 function objectMeta(): JsonSchema {
   const meta = toOpenAPISchema(ObjectMetaSchema);
