@@ -39,17 +39,26 @@ const NAMESPACE_SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  * The namespace a file's place implies for object `o`, when the file sits exactly where the
  * writer would put `o` but for the namespace segment (`{folder}/{namespace}/{group?}/{resource}/
  * {name}.yaml`, src/git/paths.ts), or in `_cluster`; undefined otherwise. '' is the cluster scope.
+ * `folder` is normalized (normalizeFolder). Runs for every object and every folder of a scan, so
+ * it counts segments instead of splitting the path.
  */
 function layoutNamespace(file: string, folder: string, o: ObjectIdentity): string | undefined {
-  const f = normalizeFolder(folder);
-  const rel = (f ? file.slice(f.length + 1) : file).split('/');
-  if (rel[0] === '_cluster') return '';
-  if (!/\.ya?ml$/.test(rel[rel.length - 1]) || rel[rel.length - 1].replace(/\.ya?ml$/, '') !== o.name) return undefined;
+  const rel = folder ? file.slice(folder.length + 1) : file;
+  const first = rel.indexOf('/');
+  const head = first < 0 ? rel : rel.slice(0, first);
+  if (head === '_cluster') return '';
+  const lastSlash = rel.lastIndexOf('/');
+  const ext = YAML_EXTENSION.exec(rel);
+  if (!ext || ext.index <= lastSlash || rel.slice(lastSlash + 1, ext.index) !== o.name) return undefined;
+  let segments = 1;
+  for (let i = first; i >= 0; i = rel.indexOf('/', i + 1)) segments++;
   const slash = o.apiVersion.indexOf('/');
   const group = slash < 0 ? '' : o.apiVersion.slice(0, slash);
-  const placed = group === '' ? rel.length === 3 : rel.length === 4 && rel[1] === group;
-  return placed && NAMESPACE_SEGMENT.test(rel[0]) ? rel[0] : undefined;
+  const placed = group === '' ? segments === 3 : segments === 4 && rel.slice(first + 1, rel.indexOf('/', first + 1)) === group;
+  return placed && NAMESPACE_SEGMENT.test(head) ? head : undefined;
 }
+
+const YAML_EXTENSION = /\.ya?ml$/;
 
 export interface AnalyzedFile {
   path: string;
@@ -58,10 +67,12 @@ export interface AnalyzedFile {
 
 /** A file's own findings plus what its place in the layout says about the namespaces it holds. */
 export function fileFindings(path: string, folder: string, analysis: FileAnalysis): Finding[] {
-  const out: Finding[] = analysis.findings.map((f) => ({ ...f, file: path }));
+  const out: Finding[] = analysis.findings.length === 0 ? [] : analysis.findings.map((f) => ({ ...f, file: path }));
+  const f = normalizeFolder(folder);
   for (const o of analysis.objects) {
-    const implied = layoutNamespace(path, folder, o);
-    if (implied === undefined || o.namespace === undefined || o.namespace === implied) continue;
+    if (o.namespace === undefined) continue;
+    const implied = layoutNamespace(path, f, o);
+    if (implied === undefined || o.namespace === implied) continue;
     const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
     out.push({ reason: 'NamespaceMismatch', message: `is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
   }
@@ -83,6 +94,14 @@ export function withinFileDuplicates(keys: readonly string[]): string[] {
   return [...twice];
 }
 
+/** Identity keys of an analysis's objects, computed once however many folders a scan judges it in. */
+const analysisKeys = new WeakMap<FileAnalysis, string[]>();
+function keysOf(analysis: FileAnalysis): string[] {
+  let keys = analysisKeys.get(analysis);
+  if (!keys) analysisKeys.set(analysis, (keys = analysis.objects.map(identityKey)));
+  return keys;
+}
+
 /** The finding for a folder that overlaps another GitTarget's claim. */
 export function pathConflictFinding(folder: string, claim: FolderClaim): Finding {
   return { reason: 'PathConflict', message: `folder ${displayFolder(folder)} overlaps folder ${displayFolder(claim.path)} of ${claim.description} on the same repository and branch`, permanent: false };
@@ -97,9 +116,9 @@ export function judgeFolder(folder: string, files: readonly AnalyzedFile[], othe
   const findings: Finding[] = [...others];
   const firstHolder = new Map<string, string>();
   for (const { path, analysis } of files) {
-    findings.push(...fileFindings(path, folder, analysis));
-    const keys = analysis.objects.map(identityKey);
-    for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
+    for (const f of fileFindings(path, folder, analysis)) findings.push(f);
+    const keys = keysOf(analysis);
+    if (keys.length > 1) for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
     for (const [i, key] of keys.entries()) {
       if (keys.indexOf(key) !== i) continue;
       const holder = firstHolder.get(key);
