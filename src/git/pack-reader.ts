@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { inflateSync } from 'node:zlib';
+import { inflateSmall } from './inflate.js';
 import type { ObjectType } from './objects.js';
 
 const TYPES: Record<number, ObjectType | undefined> = { 1: 'commit', 2: 'tree', 3: 'blob' };
@@ -16,6 +17,8 @@ const REF_DELTA = 7;
 const BASE_CACHE = 256;
 /** What a batch read (readEach) keeps of the objects it resolved, for the deltas after them. */
 const BATCH_CACHE_BYTES = 32 << 20;
+/** Objects up to this size are inflated by inflate.ts (no per-call native setup); larger ones by node's zlib. */
+const SMALL_OBJECT = 64 << 10;
 /** Output buffers are sized from the object's header up to this (past it, zlib's own growth). */
 const MAX_CHUNK = 1 << 20;
 
@@ -191,6 +194,10 @@ export class PackReader {
  * garbage), and inflating stops past it, so a corrupt or hostile pack cannot make it allocate more.
  */
 function inflateExactly(data: Buffer, pos: number, size: number, pack: string, start: number): Buffer {
+  if (size <= SMALL_OBJECT) {
+    const small = inflateSmall(data, pos, size);
+    if (small) return small;
+  }
   let inflated: Buffer;
   try {
     inflated = inflateSync(data.subarray(pos), { chunkSize: Math.min(Math.max(64, size), MAX_CHUNK), maxOutputLength: Math.max(1, size) });
