@@ -63,6 +63,8 @@ const YAML_EXTENSION = /\.ya?ml$/;
 export interface AnalyzedFile {
   path: string;
   analysis: FileAnalysis;
+  /** Identity keys of the analysis's objects, filled by judgeFolder (a repository scan judges a file once per folder above it). */
+  keys?: string[];
 }
 
 /** A file's own findings plus what its place in the layout says about the namespaces it holds. */
@@ -94,12 +96,9 @@ export function withinFileDuplicates(keys: readonly string[]): string[] {
   return [...twice];
 }
 
-/** Identity keys of an analysis's objects, computed once however many folders a scan judges it in. */
-const analysisKeys = new WeakMap<FileAnalysis, string[]>();
-function keysOf(analysis: FileAnalysis): string[] {
-  let keys = analysisKeys.get(analysis);
-  if (!keys) analysisKeys.set(analysis, (keys = analysis.objects.map(identityKey)));
-  return keys;
+function holdsNamespaced(analysis: FileAnalysis): boolean {
+  for (const o of analysis.objects) if (o.namespace !== undefined) return true;
+  return false;
 }
 
 /** The finding for a folder that overlaps another GitTarget's claim. */
@@ -115,12 +114,14 @@ export function pathConflictFinding(folder: string, claim: FolderClaim): Finding
 export function judgeFolder(folder: string, files: readonly AnalyzedFile[], others: readonly Finding[] = [], claims: readonly FolderClaim[] = []): FolderVerdict {
   const findings: Finding[] = [...others];
   const firstHolder = new Map<string, string>();
-  for (const { path, analysis } of files) {
-    for (const f of fileFindings(path, folder, analysis)) findings.push(f);
-    const keys = keysOf(analysis);
+  for (const file of files) {
+    const { path, analysis } = file;
+    if (analysis.findings.length > 0 || holdsNamespaced(analysis)) for (const f of fileFindings(path, folder, analysis)) findings.push(f);
+    const keys = (file.keys ??= analysis.objects.map(identityKey));
     if (keys.length > 1) for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
-    for (const [i, key] of keys.entries()) {
-      if (keys.indexOf(key) !== i) continue;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (i > 0 && keys.indexOf(key) !== i) continue;
       const holder = firstHolder.get(key);
       if (holder === undefined) firstHolder.set(key, path);
       else findings.push(duplicateFinding(path, analysis.objects[i], holder));

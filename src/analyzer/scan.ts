@@ -59,20 +59,20 @@ function candidateFolders(root: string, files: readonly TreeFile[]): string[] {
   return [...out].sort();
 }
 
-/** The entries of a path-sorted array that lie inside `folder` (a contiguous range). */
+/** The entries of a path-sorted array that lie inside `folder`: one contiguous range, [folder/, folder0) ('0' follows '/'). */
 function within<T>(sorted: readonly T[], folder: string, pathOf: (t: T) => string = (t) => (t as { path: string }).path): T[] {
   if (folder === '') return sorted.slice();
-  const prefix = folder + '/';
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (pathOf(sorted[mid]) < prefix) lo = mid + 1;
-    else hi = mid;
-  }
-  let end = lo;
-  while (end < sorted.length && pathOf(sorted[end]).startsWith(prefix)) end++;
-  return sorted.slice(lo, end);
+  const lowerBound = (key: string) => {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pathOf(sorted[mid]) < key) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return sorted.slice(lowerBound(folder + '/'), lowerBound(folder + '0'));
 }
 
 export async function scanTree(tree: FileTree, opts: ScanOptions): Promise<ScanReport> {
