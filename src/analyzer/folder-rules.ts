@@ -43,22 +43,21 @@ const NAMESPACE_SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  * it counts segments instead of splitting the path.
  */
 function layoutNamespace(file: string, folder: string, o: ObjectIdentity): string | undefined {
-  const rel = folder ? file.slice(folder.length + 1) : file;
-  const first = rel.indexOf('/');
-  const head = first < 0 ? rel : rel.slice(0, first);
-  if (head === '_cluster') return '';
-  const lastSlash = rel.lastIndexOf('/');
-  const ext = YAML_EXTENSION.exec(rel);
-  if (!ext || ext.index <= lastSlash || rel.slice(lastSlash + 1, ext.index) !== o.name) return undefined;
+  const start = folder ? folder.length + 1 : 0;
+  const first = file.indexOf('/', start);
+  const headEnd = first < 0 ? file.length : first;
+  if (headEnd - start === 8 && file.startsWith('_cluster', start)) return '';
+  const ext = file.endsWith('.yaml') ? 5 : file.endsWith('.yml') ? 4 : 0;
+  const nameStart = file.lastIndexOf('/') + 1;
+  if (ext === 0 || file.length - ext - nameStart !== o.name.length || !file.startsWith(o.name, nameStart)) return undefined;
   let segments = 1;
-  for (let i = first; i >= 0; i = rel.indexOf('/', i + 1)) segments++;
+  for (let i = first; i >= 0; i = file.indexOf('/', i + 1)) segments++;
   const slash = o.apiVersion.indexOf('/');
-  const group = slash < 0 ? '' : o.apiVersion.slice(0, slash);
-  const placed = group === '' ? segments === 3 : segments === 4 && rel.slice(first + 1, rel.indexOf('/', first + 1)) === group;
-  return placed && NAMESPACE_SEGMENT.test(head) ? head : undefined;
+  const placed = slash < 0 ? segments === 3 : segments === 4 && file.substring(first + 1, file.indexOf('/', first + 1)) === o.apiVersion.substring(0, slash);
+  if (!placed) return undefined;
+  const head = file.slice(start, headEnd);
+  return NAMESPACE_SEGMENT.test(head) ? head : undefined;
 }
-
-const YAML_EXTENSION = /\.ya?ml$/;
 
 export interface AnalyzedFile {
   path: string;
@@ -69,16 +68,21 @@ export interface AnalyzedFile {
 
 /** A file's own findings plus what its place in the layout says about the namespaces it holds. */
 export function fileFindings(path: string, folder: string, analysis: FileAnalysis): Finding[] {
-  const out: Finding[] = analysis.findings.length === 0 ? [] : analysis.findings.map((f) => ({ ...f, file: path }));
-  const f = normalizeFolder(folder);
+  const out: Finding[] = [];
+  addFileFindings(path, normalizeFolder(folder), analysis, out);
+  return out;
+}
+
+/** fileFindings for a normalized folder, added to `out` (judgeFolder calls it for every file of every folder). */
+function addFileFindings(path: string, folder: string, analysis: FileAnalysis, out: Finding[]): void {
+  for (const f of analysis.findings) out.push({ ...f, file: path });
   for (const o of analysis.objects) {
     if (o.namespace === undefined) continue;
-    const implied = layoutNamespace(path, f, o);
+    const implied = layoutNamespace(path, folder, o);
     if (implied === undefined || o.namespace === implied) continue;
     const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
     out.push({ reason: 'NamespaceMismatch', message: `is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
   }
-  return out;
 }
 
 /** The finding for `path` holding an object `first` already holds (the first in path order keeps it). */
@@ -114,9 +118,10 @@ export function pathConflictFinding(folder: string, claim: FolderClaim): Finding
 export function judgeFolder(folder: string, files: readonly AnalyzedFile[], others: readonly Finding[] = [], claims: readonly FolderClaim[] = []): FolderVerdict {
   const findings: Finding[] = [...others];
   const firstHolder = new Map<string, string>();
+  const normalized = normalizeFolder(folder);
   for (const file of files) {
     const { path, analysis } = file;
-    if (analysis.findings.length > 0 || holdsNamespaced(analysis)) for (const f of fileFindings(path, folder, analysis)) findings.push(f);
+    if (analysis.findings.length > 0 || holdsNamespaced(analysis)) addFileFindings(path, normalized, analysis, findings);
     const keys = (file.keys ??= analysis.objects.map(identityKey));
     if (keys.length > 1) for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
     for (let i = 0; i < keys.length; i++) {
