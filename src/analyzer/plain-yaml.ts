@@ -27,7 +27,9 @@ interface Frame {
   indent: number;
   /** A sequence at its parent key's own indentation (`key:\n- a`): a key at that indentation ends it. */
   compact: boolean;
-  keys: Set<string> | undefined;
+  /** The mapping's keys so far (a duplicate is an error for the full parser): an array while small, then also a Set. */
+  keys: string[] | undefined;
+  keySet?: Set<string>;
   /** 'root' (the document's mapping) or 'metadata' (its metadata mapping): where identity fields live. */
   role: 'root' | 'metadata' | undefined;
 }
@@ -37,11 +39,27 @@ const NOT_STRING_WORD = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE',
 
 /** The full parser refuses implicit keys longer than 1024 characters; longer ones are left to it. */
 const MAX_KEY = 1000;
+/** Up to this many keys, a mapping's keys are checked for duplicates by scanning an array; past it, with a Set. */
+const SMALL_MAPPING = 16;
 
 const isLetter = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a);
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 /** Characters of a plain key: letters, digits, `_`, `.`, `/`, `-` (the first a letter or `_`). */
 const isKeyChar = (c: number) => isLetter(c) || isDigit(c) || c === 0x5f || c === 0x2e || c === 0x2f || c === DASH;
+
+/** Adds `key` to a mapping's keys; false when it is already there. */
+function addKey(frame: Frame, key: string): boolean {
+  const keys = frame.keys!;
+  if (frame.keySet) {
+    if (frame.keySet.has(key)) return false;
+    frame.keySet.add(key);
+    return true;
+  }
+  if (keys.includes(key)) return false;
+  keys.push(key);
+  if (keys.length > SMALL_MAPPING) frame.keySet = new Set(keys);
+  return true;
+}
 
 class Uncertain extends Error {}
 const UNCERTAIN = new Uncertain();
@@ -175,7 +193,7 @@ class PlainReader {
       if (nested || compact) {
         const role = !seq && p.frame.role === 'root' && p.key === 'metadata' ? 'metadata' : undefined;
         if (p.key !== undefined) this.assign(p.frame, p.key, seq ? 'other' : 'map');
-        const f: Frame = { seq, indent, compact, keys: seq ? undefined : new Set(), role };
+        const f: Frame = { seq, indent, compact, keys: seq ? undefined : [], role };
         this.frames.push(f);
         return f;
       }
@@ -183,7 +201,7 @@ class PlainReader {
     }
     if (this.frames.length === 0) {
       if (seq || indent !== 0) throw UNCERTAIN; // only a document that is one mapping at the margin
-      const root: Frame = { seq: false, indent: 0, compact: false, keys: new Set(), role: 'root' };
+      const root: Frame = { seq: false, indent: 0, compact: false, keys: [], role: 'root' };
       this.frames.push(root);
       return root;
     }
@@ -209,7 +227,7 @@ class PlainReader {
     }
     if (this.keyEnd(i, end) >= 0) {
       // `- key: value`: a mapping whose keys stand at this column.
-      const f: Frame = { seq: false, indent: i - (dash - indent), compact: false, keys: new Set(), role: undefined };
+      const f: Frame = { seq: false, indent: i - (dash - indent), compact: false, keys: [], role: undefined };
       this.frames.push(f);
       this.mappingEntry(f.indent, i, end, true);
       return;
@@ -235,8 +253,7 @@ class PlainReader {
     if (colon < 0) throw UNCERTAIN;
     if (colon - i > MAX_KEY) throw UNCERTAIN;
     const key = this.text.slice(i, colon);
-    if (NOT_STRING_WORD.has(key) || frame.keys!.has(key)) throw UNCERTAIN; // a duplicate key is an error for the full parser
-    frame.keys!.add(key);
+    if (NOT_STRING_WORD.has(key) || !addKey(frame, key)) throw UNCERTAIN; // a duplicate key is an error for the full parser
     let v = colon + 1;
     while (v < end && this.text.charCodeAt(v) === SP) v++;
     if (v === end || this.text.charCodeAt(v) === HASH) {
@@ -269,8 +286,8 @@ class PlainReader {
     const c = t.charCodeAt(i);
     const identity = this.identityField(frame, key);
     if (c === 0x27 || c === 0x22) {
-      const q = this.quoted(i, end, c);
-      this.assign(frame, key, { s: q });
+      const q = this.quoted(i, end, c, identity);
+      if (identity) this.assign(frame, key, { s: q });
       return;
     }
     if (c === 0x7c || c === 0x3e) {
@@ -301,14 +318,15 @@ class PlainReader {
       if (d !== SP) last = j + 1;
       j++;
     }
+    if (!identity) return; // only identity fields need their value (and its type)
     const s = t.slice(i, last);
-    if (identity && !(isLetter(c) || c === 0x5f || c === 0x2f)) throw UNCERTAIN; // numbers, `.inf`, `~`... need the core schema
-    if (identity && NOT_STRING_WORD.has(s)) throw UNCERTAIN;
+    if (!(isLetter(c) || c === 0x5f || c === 0x2f)) throw UNCERTAIN; // numbers, `.inf`, `~`... need the core schema
+    if (NOT_STRING_WORD.has(s)) throw UNCERTAIN;
     this.assign(frame, key, { s });
   }
 
-  /** A quoted scalar that closes on its line (no escapes in double quotes); its value. */
-  private quoted(i: number, end: number, q: number): string {
+  /** A quoted scalar that closes on its line (no escapes in double quotes); its value when `wanted`. */
+  private quoted(i: number, end: number, q: number, wanted: boolean): string {
     const t = this.text;
     let j = i + 1;
     let s = '';
@@ -319,12 +337,12 @@ class PlainReader {
       if (q === 0x22 && d === 0x5c) throw UNCERTAIN; // an escape
       if (d === q) {
         if (q === 0x27 && j + 1 < end && t.charCodeAt(j + 1) === 0x27) {
-          s += t.slice(from, j + 1);
+          if (wanted) s += t.slice(from, j + 1);
           j += 2;
           from = j;
           continue;
         }
-        s += t.slice(from, j);
+        if (wanted) s += t.slice(from, j);
         break;
       }
       j++;

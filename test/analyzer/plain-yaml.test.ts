@@ -30,6 +30,7 @@ const PLAIN: Array<[string, string]> = [
   ['not an object: metadata is empty', 'apiVersion: v1\nkind: A\nmetadata: {}\n'],
   ['not an object: metadata is null', 'apiVersion: v1\nkind: A\nmetadata:\nspec: {}\n'],
   ['the same identity twice in one file', obj() + '---\n' + obj()],
+  ['a mapping of many keys', obj('data:\n' + Array.from({ length: 40 }, (_, i) => `  k${i}: v`).join('\n') + '\n')],
   ['folded and chomped block scalars', obj('data:\n  a: >-\n    folded\n    text\n  b: |+\n    kept\n\n  c: |\n')],
 ];
 
@@ -52,6 +53,7 @@ const DEFERRED: Array<[string, string]> = [
   ['tabs', obj('data:\n  k:\tv\n')],
   ['non-ASCII', obj('data:\n  k: caf\u00e9\n')],
   ['duplicate keys', obj('data:\n  k: a\n  k: b\n')],
+  ['a duplicate key in a mapping of many keys', obj('data:\n' + Array.from({ length: 40 }, (_, i) => `  k${i}: v`).join('\n') + '\n  k30: again\n')],
   ['duplicate keys that differ in spelling only', 'apiVersion: v1\nkind: A\nmetadata:\n  name: x\nspec:\n  true: 1\n  True: 2\n'],
   ['a numeric name', obj('', '123')],
   ['a boolean namespace', obj('', 'x', 'true')],
