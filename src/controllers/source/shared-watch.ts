@@ -4,9 +4,10 @@
 // part its own label selector matches, applied here on delivery, and sees exactly what a watch of
 // its own with that selector would have told it:
 // - `replace` (the initial list, a re-list after 410) hands each subscriber the matching items;
-// - an ADDED/MODIFIED object that matches is delivered as is; a MODIFIED one that no longer matches
-//   is delivered as DELETED, as kube-apiserver's filtered watch does (a subscriber that never held
-//   it ignores it); a DELETED object is delivered when its last state matches.
+// - an ADDED/MODIFIED object that matches is delivered as is (a MODIFIED that enters the selection
+//   as ADDED); a MODIFIED one that does not match is delivered as DELETED, as kube-apiserver's
+//   filtered watch does when an object leaves it (a subscriber that never held it ignores it, as the
+//   mirror does); a DELETED object is delivered when its last state matches.
 // Deliveries run one at a time, in the source's order, and the watch waits for every subscriber:
 // when one fails, the reflector resumes from the last resourceVersion everybody handled and
 // delivers again (the mirror's handlers are idempotent: an unchanged object is a no-op). A
@@ -135,11 +136,18 @@ export class SharedWatch {
   }
 
   private async event(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): Promise<void> {
-    if (type === 'DELETED') this.cache.delete(objectKey(obj));
-    else this.cache.set(objectKey(obj), obj);
+    const key = objectKey(obj);
+    const old = this.cache.get(key);
+    if (type === 'DELETED') this.cache.delete(key);
+    else this.cache.set(key, obj);
     await this.each(async (sub) => {
-      if (this.matches(sub, obj)) await sub.handlers.event(type, obj);
-      else if (type === 'MODIFIED') await sub.handlers.event('DELETED', obj);
+      if (this.matches(sub, obj)) {
+        // Entering the selection is ADDED for this subscriber (a re-delivery sees `old` updated: MODIFIED, the same to a mirror).
+        await sub.handlers.event(type === 'MODIFIED' && old && !this.matches(sub, old) ? 'ADDED' : type, obj);
+      } else if (type === 'MODIFIED') {
+        // Not "only when `old` matched": a re-delivery after a failure finds `old` already updated.
+        await sub.handlers.event('DELETED', obj);
+      }
     });
   }
 

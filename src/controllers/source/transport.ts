@@ -40,6 +40,27 @@ const MAX_STREAM_LIMIT = 1000;
 const SESSION_IDLE_MS = 30_000;
 /** After a request timed out, the session must answer a PING within this long or it is destroyed. */
 const PING_TIMEOUT_MS = 10_000;
+/** TCP, TLS and the server's first SETTINGS frame must arrive within this long (client-go dials with 30 s). */
+const CONNECT_TIMEOUT_MS = 30_000;
+
+/** Settles like `p`, or rejects when `signal` aborts first (the work behind `p` goes on and is someone else's). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
 
 /** What identifies a source connection: origin, TLS trust, client credentials, and who chose them. */
 export function transportKey(config: KubeConfig): string {
@@ -95,8 +116,8 @@ export class Transport {
   async request(pathAndQuery: string, headers: Record<string, string>, tls: TlsMaterial, signal: AbortSignal): Promise<OpenResponse> {
     if (this.closed) throw new Error('the source transport is closed');
     if (!this.http1) {
-      const s = await this.session(tls);
-      if (signal.aborted) throw signal.reason ?? new Error('aborted');
+      // A connect in progress is shared: a caller that gives up stops waiting, the connect goes on for the others.
+      const s = await abortable(this.session(tls), signal);
       if (s) return this.h2Request(s, pathAndQuery, headers, signal);
     }
     return this.h1Request(pathAndQuery, headers, tls, signal);
@@ -163,11 +184,19 @@ export class Transport {
       ALPNProtocols: ['h2', 'http/1.1'],
       lookup: this.lookup,
     });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('secureConnect', () => resolve());
-      socket.once('error', reject);
-    });
-    socket.removeAllListeners('error');
+    const timer = setTimeout(() => socket.destroy(new Error(`no TLS connection within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    timer.unref();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        socket.once('secureConnect', () => {
+          socket.off('error', reject);
+          resolve();
+        });
+        socket.once('error', reject);
+      });
+    } finally {
+      clearTimeout(timer);
+    }
     if (socket.alpnProtocol !== 'h2') {
       // The server speaks HTTP/1.1 only: remember it, and use the keep-alive agent from now on.
       socket.destroy();
@@ -178,8 +207,12 @@ export class Transport {
     const s: Session = { session, active: 0, limit: DEFAULT_STREAM_LIMIT, dead: false };
     await new Promise<void>((resolve, reject) => {
       const fail = (e: Error) => reject(e);
+      const settingsTimer = setTimeout(() => fail(new Error(`no HTTP/2 SETTINGS within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+      settingsTimer.unref();
       session.once('error', fail);
+      session.once('close', () => fail(new Error('the HTTP/2 session closed before its SETTINGS')));
       session.once('remoteSettings', (settings) => {
+        clearTimeout(settingsTimer);
         session.off('error', fail);
         const announced = settings.maxConcurrentStreams;
         s.limit = Math.max(1, Math.min(announced && announced > 0 ? announced : DEFAULT_STREAM_LIMIT, MAX_STREAM_LIMIT));
@@ -224,6 +257,8 @@ export class Transport {
     stream.once('close', () => {
       if (--s.active === 0 && !s.dead) this.idle(s);
     });
+    // An aborted or reset stream emits 'error' even when its reader already left: never an uncaught exception.
+    stream.on('error', () => undefined);
     return new Promise<OpenResponse>((resolve, reject) => {
       stream.once('error', reject);
       stream.once('response', (head) => {
@@ -239,9 +274,10 @@ export class Transport {
       ? new HttpsAgent({ keepAlive: true, ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.servername, lookup: this.lookup })
       : new HttpAgent({ keepAlive: true, lookup: this.lookup });
     return new Promise<OpenResponse>((resolve, reject) => {
-      const req = (https ? httpsRequest : httpRequest)(new URL(pathAndQuery, this.origin), { method: 'GET', headers, agent: this.agent, signal }, (res: IncomingMessage) =>
-        resolve({ status: res.statusCode ?? 0, body: res }),
-      );
+      const req = (https ? httpsRequest : httpRequest)(new URL(pathAndQuery, this.origin), { method: 'GET', headers, agent: this.agent, signal }, (res: IncomingMessage) => {
+        res.on('error', () => undefined); // as for HTTP/2 streams: an abort is never an uncaught exception
+        resolve({ status: res.statusCode ?? 0, body: res });
+      });
       req.on('error', reject);
       req.end();
     });
