@@ -57,7 +57,8 @@ async function watches(resource: string): Promise<number> {
   return n;
 }
 
-const documents = (items: unknown[]) => items.map((o) => JSON.stringify(o)).join('\n---\n');
+/** YAML documents, each a JSON object; the leading `---` makes kubectl read YAML, not a JSON stream. */
+const documents = (items: unknown[]) => items.map((o) => `---\n${JSON.stringify(o)}\n`).join('');
 
 before(async () => {
   cp = await startControlPlane();

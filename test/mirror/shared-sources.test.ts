@@ -47,8 +47,8 @@ async function sourceWatches(resource: string): Promise<number> {
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
-/** Many objects for one `kubectl create -f -`: YAML documents (JSON is YAML); a v1 List needs the core group, which the main server lacks. */
-const documents = (items: unknown[]) => items.map((o) => JSON.stringify(o)).join('\n---\n');
+/** Many objects for one `kubectl create -f -`: YAML documents (JSON is YAML; the leading `---` makes kubectl read YAML, not a JSON stream); a v1 List needs the core group, which the main server lacks. */
+const documents = (items: unknown[]) => items.map((o) => `---\n${JSON.stringify(o)}\n`).join('');
 
 before(async () => {
   sandbox = await startSandbox();
