@@ -75,7 +75,19 @@ after(async () => {
 test(`${N} GitTargets with the same kubeconfig Secret content: one connection pool, N + 1 watches on kube-apiserver`, { timeout: 600_000 }, async () => {
   // The same kubeconfig in every namespace: a user the cluster knows, with its own client certificate.
   const kubeconfig = readFileSync(cp.user('mirror-tenant', ['system:masters']).kubeconfig, 'utf8');
-  const objects: unknown[] = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'src-shared' } }];
+  const objects: unknown[] = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'src-shared' } },
+    // Kubeconfig Secrets are read on the hosting cluster with the server's own ServiceAccount; the
+    // shipped RBAC (apiservice/rbac.yaml) grants no Secrets, an operator grants them where tenants keep them.
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'test:kubeconfig-secret-reader' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'test:kubeconfig-secret-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'test:kubeconfig-secret-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: 'reverser-apiserver', namespace: 'reverser-system' }],
+    },
+  ];
   for (let i = 0; i < N; i++) {
     const t = tenant(i);
     objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: t } });
@@ -108,17 +120,22 @@ test(`${N} GitTargets with the same kubeconfig Secret content: one connection po
   }
   const t0 = Date.now();
   ok(await admin.run(['create', '-f', '-'], { stdin: documents(targets), timeoutMs: 120_000 }));
+  let notReady: unknown;
   await until(
     `all ${N} GitTargets Ready`,
     async () => {
       const r = await admin.run(['get', 'gittargets', '--all-namespaces', '-o', 'json'], { timeoutMs: 30_000 });
       if (r.code !== 0) return false;
       const items = JSON.parse(r.stdout).items as any[];
-      return items.filter((o) => o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')).length === N;
+      const waiting = items.filter((o) => !o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
+      notReady = waiting[0] && { name: waiting[0].metadata.name, conditions: waiting[0].status?.conditions };
+      return items.length === N && waiting.length === 0;
     },
     300_000,
     1_000,
-  );
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}; first not Ready: ${JSON.stringify(notReady)}; server warnings:\n${srv.logs().split('\n').filter((l) => /"level":"(warn|error)"/.test(l)).slice(-15).join('\n')}`);
+  });
   const readyMs = Date.now() - t0;
   const now = { fds: descriptors(srv.pid), configmaps: await watches('configmaps'), serviceaccounts: await watches('serviceaccounts') };
   console.log(JSON.stringify({ n: N, readyMs, before, now }));
