@@ -146,7 +146,7 @@ test(`${N} GitTargets with the same kubeconfig Secret content: one connection po
     const t = tenant(i);
     const repo = join(srv.dataDir, 'git', t, `${t}.git`);
     assert.equal(await git(repo, 'log', '--format=%s', 'main'), `Snapshot of ${t}/${t}: 2 objects\n`);
-    assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main'), `live/src-shared/serviceaccounts/for-${t}.yaml\nlive/${t}/configmaps/own.yaml\n`);
+    assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main'), `live/${t}/configmaps/own.yaml\nlive/src-shared/serviceaccounts/for-${t}.yaml\n`);
     assert.equal(await git(repo, 'show', `main:live/${t}/configmaps/own.yaml`), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n  namespace: ${t}\ndata:\n  tenant: ${t}\n`);
   }
 });
