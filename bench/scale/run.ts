@@ -9,6 +9,7 @@
 //    commit (status.lastCommit of its GitTarget), and a sample of them checked in Git.
 // The server is a child process (node dist/src/cli/main.js serve) on a real redis-server.
 import { execFileSync, spawn } from 'node:child_process';
+import type https from 'node:https';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +42,16 @@ function serverArgs(port: number, dataDir: string, certDir: string, redisUrl: st
 const nodeArgs = () => (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
+
+/** V8 heap and external memory from the server's /metrics (prom-client's default metrics), in MiB. */
+async function heapOf(t: Target, agent: https.Agent): Promise<string> {
+  const r = await request(t, agent, { method: 'GET', path: '/metrics' });
+  const v = (m: string) => Number(new RegExp(`^${m} ([0-9.e+]+)`, 'm').exec(r.body)?.[1] ?? NaN) / 2 ** 20;
+  return `V8 heap used ${fmt(v('nodejs_heap_size_used_bytes'), 0)} MiB, external ${fmt(v('nodejs_external_memory_bytes'), 0)} MiB`;
+}
+
+/** RSS of a fresh server at rest (the start-up part measures it; 160 MiB when it did not run). */
+let restBaseline = 160;
 
 /** Spawn → /readyz 200 → a GET served, polled every 10 ms; CPU and RSS then and after 5 s at rest. */
 async function startupRound(tmp: string, certDir: string, redisUrl: string, round: number) {
@@ -93,6 +104,7 @@ async function benchStartup(tmp: string, certDir: string, redisUrl: string, star
   run.row({ metric: 'CPU until the GET was served', unit: 'ms', ...s('cpuMs'), digits: 0, notes: 'user + system, every thread' });
   run.row({ metric: 'RSS 5 s after ready, nothing done', unit: 'MiB', ...s('rssRest'), digits: 0, target: 'at or below the peer (94 MiB with a 1,000-object mirror)', met: s('rssRest').value <= 94 });
   run.write();
+  restBaseline = s('rssRest').value;
 }
 
 async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: string, order: number) {
@@ -135,8 +147,9 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const redisPct = (100 * cpu.redis!) / ms;
     const fd = fds(child.pid);
     const rss = rssMiB(child.pid).rss;
+    const heap = await heapOf(t, agent);
     const top = Object.entries(cmds).sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k.toUpperCase()} ${fmt(v / (ms / 1000), 1)}/s`).join(', ') || 'none';
-    log(`at rest: server ${fmt(cpuPct, 2)}% of a core, redis ${fmt(redisPct, 2)}%, ${fmt(cmdRate, 1)} Redis cmd/s (${top}), ${fd} fds, RSS ${fmt(rss, 0)} MiB`);
+    log(`at rest: server ${fmt(cpuPct, 2)}% of a core, redis ${fmt(redisPct, 2)}%, ${fmt(cmdRate, 1)} Redis cmd/s (${top}), ${fd} fds, RSS ${fmt(rss, 0)} MiB (${heap})`);
 
     // Edits spread over the tenants at 50/s, each tenant at most once; PATCH → pushed commit.
     const edits = Math.min(n, quick ? 200 : 1000);
@@ -179,7 +192,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     run.row({ metric: 'server CPU at rest', unit: '% of a core', value: cpuPct, digits: 2, ...(big ? { target: '≤ 2%', met: cpuPct <= 2 } : {}), notes: `${REST_AFTER_READY_MS / 1000} s after all Ready, over ${MEASURE_MS / 1000} s; redis-server ${fmt(redisPct, 2)}%` });
     run.row({ metric: 'Redis commands at rest', unit: 'cmd/s', value: cmdRate, digits: 1, ...(big ? { target: '≤ 50/s', met: cmdRate <= 50 } : {}), notes: top });
     run.row({ metric: 'file descriptors', unit: 'fds', value: fd, digits: 0, ...(big ? { target: '≤ 200', met: fd <= 200 } : {}) });
-    run.row({ metric: 'RSS at rest', unit: 'MiB', value: rss, digits: 0, ...(big ? { target: '≤ 1,536 MiB', met: rss <= 1536 } : {}) });
+    run.row({ metric: 'RSS at rest', unit: 'MiB', value: rss, digits: 0, ...(big ? { target: '≤ 1,536 MiB', met: rss <= 1536 } : {}), notes: `${heap}; ${fmt((rss - restBaseline) / n * 1024, 0)} KiB per tenant above a fresh server's ${fmt(restBaseline, 0)} MiB` });
     const p99 = quantile(lat, 0.99);
     run.row({ metric: `edit → pushed commit, p50 (${edits} edits at ${EDITS_PER_SECOND}/s)`, unit: 'ms', value: quantile(lat, 0.5), digits: 0 });
     run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
