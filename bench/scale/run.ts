@@ -117,6 +117,8 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
   const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...serverArgs(port, dataDir, certDir, redisUrl)], /serving/, 60_000);
   const t: Target = { host: '127.0.0.1', port, tls: tls(certDir) };
   const agent = agentFor(t, 16);
+  let stopping = false;
+  child.proc.once('exit', (code, sig) => stopping || log(`the server exited (${code ?? sig}) during the run:\n${child.output().slice(-3000)}`));
   try {
     // Namespaces and ConfigMaps first (not timed), then every GitTarget: from the first create to all Ready.
     const t0 = performance.now();
@@ -198,6 +200,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
     run.write();
   } finally {
+    stopping = true;
     agent.destroy();
     await child.stop();
     redis.disconnect();
