@@ -1,4 +1,4 @@
-// The scale benchmark (`npm run bench -- scale [--quick] [--sizes=1000,10000] [--only=startup,tenants]`):
+// The scale benchmark (`npm run bench -- scale [--quick] [--sizes=1000,10000] [--only=startup,tenants,suspended] [--suspended=N]`):
 // 1. scale.startup: a fresh server (Redis store, controllers on, no objects): time from spawn to
 //    /readyz 200 and to a served GET, the CPU it burnt until then, and its RSS at rest before any
 //    work. Target: ready within 1 s.
@@ -7,6 +7,9 @@
 //    30 s after Ready, the server's CPU and the Redis commands per second at rest, its descriptors
 //    and RSS; then edits spread over the tenants at 50/s, each timed from the PATCH to its pushed
 //    commit (status.lastCommit of its GitTarget), and a sample of them checked in Git.
+// 3. api.idle (`--only=suspended`): N suspended GitTargets (default 10,000), then a fresh server with
+//    its controllers on at rest, measured by bench/api/idle.ts (the API bench's own idle part),
+//    after a first server reported them all Suspended (so the measured one is a restart).
 // The server is a child process (node dist/src/cli/main.js serve) on a real redis-server.
 import { execFileSync, spawn } from 'node:child_process';
 import type https from 'node:https';
@@ -18,7 +21,8 @@ import { agentFor, fmt, quantile, request, type Target } from '../common/load.js
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls } from '../common/cpu.js';
 import { beginRun, machineFacts, spread } from '../common/results.js';
-import { createTenant, pool, readyCount, tenantNs, GV } from './tenants.js';
+import { createTenant, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
+import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
 
 const argv = process.argv.slice(2);
@@ -207,6 +211,53 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
   }
 }
 
+/**
+ * api.idle re-measured (bench/api/idle.ts, the same code): `n` suspended GitTargets put in Redis by
+ * a server without controllers, then a fresh server with its controllers on, at rest.
+ */
+async function benchSuspended(n: number, tmp: string, certDir: string, redisUrl: string, redisPid: number) {
+  const redis = new Redis(redisUrl);
+  await redis.flushall();
+  redis.disconnect();
+  const start = async (name: string, controllers: string) => {
+    const port = await freePort();
+    const args = serverArgs(port, join(tmp, name), certDir, redisUrl).filter((a) => a !== '--sandbox');
+    const child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...args, `--controllers=${controllers}`, '--max-streams-per-namespace=0'], /serving/, 60_000);
+    return { child, port };
+  };
+  const filler = await start('data-fill', 'none');
+  const t: Target = { host: '127.0.0.1', port: filler.port, tls: tls(certDir) };
+  const agent = agentFor(t, 16);
+  const t0 = performance.now();
+  await pool(n, 16, async (i) => {
+    const body = gitTarget(`bench`, 5);
+    const o = { ...body, metadata: { name: `gt-${String(i).padStart(5, '0')}`, namespace: 'bench' }, spec: { ...body.spec, repository: { url: `local:gt-${i}` }, suspend: true } };
+    const r = await request(t, agent, { method: 'POST', path: `${GV}/namespaces/bench/gittargets`, body: JSON.stringify(o) });
+    if (r.status !== 201) throw new Error(`create suspended GitTarget: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  });
+  log(`${n} suspended GitTargets created in ${fmt((performance.now() - t0) / 1000, 1)} s`);
+  agent.destroy();
+  await filler.child.stop();
+  // A first server with controllers reports every GitTarget Suspended (one lease and one status
+  // write each, once); the server measured after it is a restart over them, as in production.
+  const first = await start('data-first', 'all');
+  const ft: Target = { host: '127.0.0.1', port: first.port, tls: tls(certDir) };
+  const fagent = agentFor(ft, 1);
+  const t1 = performance.now();
+  for (;;) {
+    const r = await request(ft, fagent, { method: 'GET', path: `${GV}/gittargets` });
+    const items = (JSON.parse(r.body) as { items: any[] }).items;
+    if (items.filter((o) => o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.reason === 'Suspended')).length === n) break;
+    if (performance.now() - t1 > 15 * 60_000) throw new Error('the GitTargets were not all reported Suspended within 15 min');
+    await sleep(2000);
+  }
+  log(`a first server reported all ${n} Suspended in ${fmt((performance.now() - t1) / 1000, 1)} s`);
+  fagent.destroy();
+  await first.child.stop();
+  const run = beginRun({ bench: 'api', scenario: 'api.idle', title: 'idle server, controllers on', order: 7, params: { suspended: n, settleMs: 30_000, measureMs: 10_000, via: 'npm run bench -- scale --only=suspended' } });
+  await benchIdle({ run, redisUrl, redisPid, objectsKey: 'reverser:{c:_}:obj:configbutler.ai/gittargets', settleMs: 30_000, measureMs: 10_000, startServer: () => start('data-idle', 'all'), log });
+}
+
 async function main(): Promise<void> {
   const tmp = tempDir('reverser-bench-scale-');
   const onSignal = () => void cleanup([tmp]).then(() => process.exit(130));
@@ -222,6 +273,7 @@ async function main(): Promise<void> {
     await first.stop();
     if (only.has('startup')) await benchStartup(tmp, certDir, redis.url, started);
     if (only.has('tenants')) for (const [k, n] of SIZES.entries()) await benchTenants(n, tmp, certDir, redis.url, 2 + k);
+    if (only.has('suspended')) await benchSuspended(Number(opt('suspended') ?? (quick ? 2_000 : 10_000)), tmp, certDir, redis.url, redis.child.pid);
   } finally {
     await cleanup([tmp]);
   }
