@@ -101,10 +101,15 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const fromStore = secretCredentials(deps.store);
   const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
   if (enabled.has('windows')) {
-    // Started now rather than on the first commit: loading the worker and isomorphic-git took
-    // ~0.7 s of the first snapshot's time.
+    // The worker (a thread with isomorphic-git: tens of MiB) starts with the first GitTarget that is
+    // not suspended, rather than on its first commit (loading it took ~0.7 s of the first
+    // snapshot's time); a server with nothing to commit does not hold it.
     const engine = await deps.engine();
-    engine.warm?.();
+    gitTargets.on({
+      upsert: (o) => {
+        if ((o.spec as { suspend?: boolean } | undefined)?.suspend !== true) engine.warm?.();
+      },
+    });
     windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock });
     sink = windows.sink;
     stops.push(() => windows!.stop());
