@@ -15,6 +15,7 @@ import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
+import { REPLICA_FLAGS, ReplicaFlagError, parseReplicaFlags, type ReplicaOptions } from '../controllers/runtime/replica-flags.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 
 export class FlagError extends Error {}
@@ -129,6 +130,8 @@ export interface ServeOptions {
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };
+  /** --replica-lease-ttl and --replica-heartbeat-interval (src/controllers/runtime/replica-flags.ts). */
+  replicas: ReplicaOptions;
   /** How often GitTargets' recorded authority is re-verified (ms). */
   authorityReverifyIntervalMs: number;
   authn: AuthnOptions;
@@ -158,6 +161,7 @@ export function allServeFlags(): Flag[] {
     ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
     ...REGISTRATION_FLAGS,
     ...TENANT_INPUT_FLAGS,
+    ...REPLICA_FLAGS,
   ];
 }
 
@@ -321,6 +325,12 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
   const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
+  let replicas: ReplicaOptions;
+  try {
+    replicas = parseReplicaFlags(values, parseDuration);
+  } catch (e) {
+    throw e instanceof ReplicaFlagError ? new FlagError(e.message) : e;
+  }
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
@@ -391,6 +401,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     controllers,
     attribution,
     authorityReverifyIntervalMs,
+    replicas,
     authn: auth.authn,
     authz: auth.authz,
     registration,

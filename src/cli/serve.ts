@@ -245,6 +245,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
       store, log, engine: git, committer: opts.committer, metrics: metrics.registry, defaultSource, kcpServerURL, workspaceSecrets: fromHosting,
       attribution, registries: server.registries, requestMetrics: metrics, tenantInput: opts.tenantInput, events,
       authority: { authorizer: authz.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
+      leaseTtlMs: opts.replicas.leaseTtlMs, heartbeatMs: opts.replicas.heartbeatMs,
     }, opts.controllers);
   }
   if (adminKubeconfig) {
