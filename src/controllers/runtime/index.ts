@@ -3,3 +3,4 @@ export { Informer, keyOf, parseKey, clusterOf, type InformerHandler, type Inform
 export { WorkQueue, type QueueResult, type WorkQueueOptions } from './queue.js';
 export { LeaseKeeper, targetLeaseName, gitTargetLeaseName, movedKeys, DEFAULT_LEASE_TTL_MS, type HeldLease, type LeaseStore, type RebalanceListener } from './leases.js';
 export { ownerOf } from './shards.js';
+export { realClock, type Clock, type ClockTimer } from './clock.js';

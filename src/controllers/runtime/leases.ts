@@ -18,6 +18,7 @@ import type { KubeObject, Store } from '../../storage/types.js';
 import { clusterOf, keyOf } from './informer.js';
 import type { Logger } from '../../metrics/logger.js';
 import { ownerOf } from './shards.js';
+import { realClock, type Clock, type ClockTimer } from './clock.js';
 
 export type LeaseStore = Pick<Store, 'acquireLease' | 'checkLease' | 'releaseLease' | 'heartbeat'>;
 
@@ -40,6 +41,8 @@ export interface LeaseKeeperOptions {
    */
   member?: boolean;
   log?: Logger;
+  /** The renewal timer (default: the wall clock). */
+  clock?: Clock;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -78,7 +81,7 @@ export class LeaseKeeper {
   private readonly rebalanceListeners: RebalanceListener[] = [];
   /** The live replicas as of the last heartbeat; until the first one, this replica alone. */
   private liveMembers: readonly string[];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer;
   private beating: Promise<void> | undefined;
   private failing = false;
   private stopped = false;
@@ -91,8 +94,7 @@ export class LeaseKeeper {
     this.ttlMs = opts.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     this.heartbeatMs = Math.max(50, opts.heartbeatMs ?? Math.floor(this.ttlMs / 3));
     this.liveMembers = [this.holder];
-    this.timer = setInterval(() => void this.beat(), this.heartbeatMs);
-    this.timer.unref?.();
+    this.timer = (opts.clock ?? realClock).setInterval(() => void this.beat(), this.heartbeatMs);
   }
 
   /** Joins the live members now (the first heartbeat), so ownership is known before the controllers start. */
@@ -175,7 +177,7 @@ export class LeaseKeeper {
   /** Releases every lease, then leaves the live members, so the others take over at their next heartbeat. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.timer.cancel();
     await this.beating;
     this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
