@@ -61,8 +61,9 @@ try {
   const edits = (await Promise.all(bares.map((b) => commits(b)))).reduce((a, c) => a + c.length - 1, 0);
   console.log(JSON.stringify({ sharesMs, leasesMs, after, edits, victimHeld: Math.max(...held) }));
   const bound = TTL_MS + HEARTBEAT_MS + 2_000;
-  run.row({ metric: 'SIGKILL: the dead replica\'s share owned by the others', unit: 'ms', value: sharesMs, baseline: TTL_MS + HEARTBEAT_MS, target: '≤ TTL + heartbeat', met: sharesMs <= TTL_MS + HEARTBEAT_MS + 1_000, notes: 'polled every 250 ms' });
-  run.row({ metric: `SIGKILL: its ${Math.max(...held)} live GitTargets' leases held by the others`, unit: 'ms', value: leasesMs, baseline: bound, target: '≤ TTL + heartbeat + 2 s retry', met: leasesMs <= bound + 1_000 });
+  // 1 s of slack in both bounds: the 250 ms polling of /metrics and a loaded machine's scheduling.
+  run.row({ metric: 'SIGKILL: the dead replica\'s share owned by the others', unit: 'ms', value: sharesMs, baseline: TTL_MS + HEARTBEAT_MS + 1_000, target: '≤ TTL + heartbeat + 1 s', met: sharesMs <= TTL_MS + HEARTBEAT_MS + 1_000, notes: 'polled every 250 ms' });
+  run.row({ metric: `SIGKILL: its ${Math.max(...held)} live GitTargets' leases held by the others`, unit: 'ms', value: leasesMs, baseline: bound + 1_000, target: '≤ TTL + heartbeat + 2 s retry + 1 s', met: leasesMs <= bound + 1_000 });
   for (const [i, s] of after.entries()) run.row({ metric: `after the SIGKILL, survivor ${i + 1}: GitTargets owned`, unit: 'GitTargets', value: s, baseline: Math.round(TARGETS / 2), ratio: s / (TARGETS / 2), ratioStyle: 'percent', target: '±10% of a half', met: Math.abs(s - TARGETS / 2) <= TARGETS / 20 });
   run.row({ metric: 'edits made during the handover, commits counted in git', unit: 'commits', value: edits, baseline: LIVE, target: 'each edit exactly once', met: edits === LIVE });
   console.log(`wrote ${run.write()}`);
