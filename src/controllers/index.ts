@@ -6,7 +6,7 @@ import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
-import { createControllerMetrics } from './metrics.js';
+import { createControllerMetrics, registerReplicaMetrics } from './metrics.js';
 import { Informer, LeaseKeeper, type Clock } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
@@ -36,6 +36,8 @@ export interface ControllerDeps {
   /** Lease holder id of this replica (default hostname/pid/random). */
   holder?: string;
   leaseTtlMs?: number;
+  /** How often the replica heartbeat renews membership and every held lease (--replica-heartbeat-interval; default leaseTtlMs / 3). */
+  heartbeatMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
   defaultSource?: KubeConfig;
@@ -84,9 +86,12 @@ export interface RunningControllers {
 }
 
 export async function startControllers(deps: ControllerDeps, enabled: Set<ControllerName>): Promise<RunningControllers> {
-  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, log: deps.log });
+  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, heartbeatMs: deps.heartbeatMs, member: enabled.has('windows'), log: deps.log });
+  // Join the live replicas first: which GitTargets are this replica's is known before any controller asks.
+  await keeper.start();
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
+  if (deps.metrics) registerReplicaMetrics(deps.metrics, keeper, gitTargets);
   const client = deps.registries ? new SystemClient(deps.registries, deps.requestMetrics) : SystemClient.forStore(deps.store, deps.requestMetrics);
   const stops: Array<() => Promise<void>> = [];
   const startAfterInformer: Array<() => Promise<void>> = [];
@@ -152,7 +157,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   await gitTargets.start();
   for (const s of startAfterInformer) await s();
   await requests?.start();
-  if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder });
+  if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder, replicas: keeper.members().length });
   return {
     keeper,
     sink,

@@ -7,7 +7,7 @@
 import type { Store } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ObjectRef } from '../../git/index.js';
-import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
+import { Informer, WorkQueue, clusterOf, keyOf, movedKeys, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
 import type { TargetKey, WindowSink } from '../windows/types.js';
 import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
@@ -195,7 +195,9 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
     if (!lease) {
       await teardown(key);
-      return { requeueAfterMs: 2_000 };
+      // Another replica's target (runtime/shards.ts) waits for a rebalance, not a timer; our own,
+      // still held by its previous owner, is tried again until that one lets go or expires.
+      return keeper.owns(targetLeaseName(tk)) ? { requeueAfterMs: 2_000 } : undefined;
     }
     const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
     if (spec?.suspend === true) {
@@ -299,6 +301,10 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       for (const k of claims.remove(key)) queue.add(k);
       queue.add(key);
     },
+  });
+  // The live replicas changed: the targets that became ours start, those that are no longer ours stop.
+  keeper.onRebalance((ownedBefore) => {
+    for (const key of movedKeys(informer.list(), ownedBefore, (n) => keeper.owns(n))) queue.add(key);
   });
   keeper.onLost((lease) => {
     for (const [key, r] of running) {

@@ -7,6 +7,8 @@ import { RedisKeys, objectField, parseObjectField, resourceId } from '../keys.js
 import {
   StorageError,
   describeObject,
+  type Heartbeat,
+  type HeartbeatResult,
   type KubeObject,
   type Lease,
   type ListOptions,
@@ -23,7 +25,7 @@ import {
 } from '../types.js';
 import { WatchCache, listFromCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry, encodeForWrite } from './codec.js';
-import { leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
+import { heartbeatScript, leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
 import { RedisHealth } from './health.js';
 
 export interface RedisStoreOptions {
@@ -462,6 +464,18 @@ class RedisStore implements Store {
 
   async releaseLease(name: string, holder: string, token: number): Promise<void> {
     await this.lease('release', name, holder, token, 0);
+  }
+
+  async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
+    const keys = [this.keys.members(), ...hb.leases.map((l) => this.keys.lease(l.name))];
+    const args = [hb.member, Math.ceil(hb.ttlMs), hb.leave ? '1' : '0', ...hb.leases.map((l) => l.token)];
+    try {
+      // Like a renewal (lease()): under waitReplicas, an extension no replica has is not trusted.
+      const [members, renewed] = (await this.script(heartbeatScript, keys, args, () => true)) as [string[], number[]];
+      return { members, renewed: renewed.map((r) => Number(r) === 1) };
+    } catch (err) {
+      throw this.unavailable(err);
+    }
   }
 
   // ---- expiring records (records.lua) -------------------------------------------------------
