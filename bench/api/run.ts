@@ -86,7 +86,7 @@ const runs = (xs: number[], d = 0) => xs.map((x) => fmt(x, d)).join('/');
  */
 async function startServer(dataDir: string, certDir: string, redisUrl: string, extra: string[], controllers = 'none'): Promise<{ child: Child; port: number }> {
   const port = await freePort();
-  const args = [MAIN, 'serve', `--storage=${storage}`, '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), `--controllers=${controllers}`, '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0', ...extra];
+  const args = [MAIN, 'serve', `--storage=${storage}`, '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), `--controllers=${controllers}`, '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0', '--max-streams-per-namespace=0', ...extra];
   // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the servers.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = await startChild('reverser server', process.execPath, [...nodeArgs, ...args], /"msg":"serving"/);

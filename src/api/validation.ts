@@ -1,21 +1,29 @@
 // Schema validation with ajv, compiled once per resource from the same TypeBox schema that
-// produces the OpenAPI documents. Unknown fields are handled per request (fieldValidation):
-// Strict rejects them (422 naming each), Warn prunes them with a warning, Ignore prunes silently.
-import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+// produces the OpenAPI documents, the first time an object of it is validated: compiling every
+// served resource's schema took a fifth of the start-up, and most are never written to. ajv itself
+// is loaded then too. Unknown fields are handled per request (fieldValidation): Strict rejects them
+// (422 naming each), Warn prunes them with a warning, Ignore prunes silently.
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { TSchema } from '@sinclair/typebox';
 import { type FieldError, forbiddenField, invalidValue, notSupported, required } from './field-errors.js';
-
-// ajv and ajv-formats are CommonJS with a default export; under NodeNext the namespace is what we get.
-const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
-const addFormats = (addFormatsModule as unknown as { default: typeof addFormatsModule }).default ?? addFormatsModule;
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
 type Schema = Record<string, any>;
 
-const ajv = new (Ajv as any)({ allErrors: true, useDefaults: true, strict: false, coerceTypes: false });
-(addFormats as any)(ajv);
+let ajvInstance: { compile(schema: Schema): ValidateFunction } | undefined;
+function ajv(): { compile(schema: Schema): ValidateFunction } {
+  if (!ajvInstance) {
+    // ajv and ajv-formats are CommonJS with a default export.
+    const load = createRequire(import.meta.url);
+    const Ajv = load('ajv');
+    const addFormats = load('ajv-formats');
+    ajvInstance = new (Ajv.default ?? Ajv)({ allErrors: true, useDefaults: true, strict: false, coerceTypes: false });
+    (addFormats.default ?? addFormats)(ajvInstance);
+  }
+  return ajvInstance!;
+}
 
 function joinPath(base: string, key: string): string {
   return base ? `${base}.${key}` : key;
@@ -153,9 +161,10 @@ export interface SchemaValidator {
 
 export function compileSchema(schema: TSchema): SchemaValidator {
   const plain = JSON.parse(JSON.stringify(schema)) as Schema; // drops TypeBox symbols
-  const fn: ValidateFunction = ajv.compile(plain);
+  let compiled: ValidateFunction | undefined;
   return {
     validate(obj, mode) {
+      const fn = (compiled ??= ajv().compile(plain));
       const errors: FieldError[] = [];
       retiredFields(plain, obj, '', errors);
       const unknown: string[] = [];

@@ -14,6 +14,7 @@ import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
+import { REPLICA_FLAGS, ReplicaFlagError, parseReplicaFlags, type ReplicaOptions } from '../controllers/runtime/replica-flags.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 import type { AuditOptions, ServeMode, ServeOptions } from '../server/options.js';
 import { BOOLEAN_FLAGS, FlagError, bool, int, normalizeBooleanFlags, readRedisPassword } from './flag-values.js';
@@ -102,6 +103,7 @@ export function allServeFlags(): Flag[] {
     ...AUTH_FLAGS.map((f) => ({ name: f.name, description: f.description, default: f.default })),
     ...REGISTRATION_FLAGS,
     ...TENANT_INPUT_FLAGS,
+    ...REPLICA_FLAGS,
   ];
 }
 
@@ -199,6 +201,12 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
   const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
+  let replicas: ReplicaOptions;
+  try {
+    replicas = parseReplicaFlags(values, parseDuration);
+  } catch (e) {
+    throw e instanceof ReplicaFlagError ? new FlagError(e.message) : e;
+  }
   const connections = {
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
@@ -269,6 +277,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     controllers,
     attribution,
     authorityReverifyIntervalMs,
+    replicas,
     authn: auth.authn,
     authz: auth.authz,
     registration,

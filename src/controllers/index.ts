@@ -6,7 +6,7 @@ import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
-import { createControllerMetrics } from './metrics.js';
+import { createControllerMetrics, registerReplicaMetrics } from './metrics.js';
 import { Informer, LeaseKeeper, type Clock } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
@@ -36,6 +36,8 @@ export interface ControllerDeps {
   /** Lease holder id of this replica (default hostname/pid/random). */
   holder?: string;
   leaseTtlMs?: number;
+  /** How often the replica heartbeat renews membership and every held lease (--replica-heartbeat-interval; default leaseTtlMs / 3). */
+  heartbeatMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
   defaultSource?: KubeConfig;
@@ -84,9 +86,12 @@ export interface RunningControllers {
 }
 
 export async function startControllers(deps: ControllerDeps, enabled: Set<ControllerName>): Promise<RunningControllers> {
-  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, log: deps.log });
+  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, heartbeatMs: deps.heartbeatMs, member: enabled.has('windows'), log: deps.log });
+  // Join the live replicas first: which GitTargets are this replica's is known before any controller asks.
+  await keeper.start();
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
+  if (deps.metrics) registerReplicaMetrics(deps.metrics, keeper, gitTargets);
   const client = deps.registries ? new SystemClient(deps.registries, deps.requestMetrics) : SystemClient.forStore(deps.store, deps.requestMetrics);
   const stops: Array<() => Promise<void>> = [];
   const startAfterInformer: Array<() => Promise<void>> = [];
@@ -101,10 +106,15 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const fromStore = secretCredentials(deps.store);
   const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
   if (enabled.has('windows')) {
-    // Started now rather than on the first commit: loading the worker and isomorphic-git took
-    // ~0.7 s of the first snapshot's time.
+    // The worker (a thread with isomorphic-git: tens of MiB) starts with the first GitTarget that is
+    // not suspended, rather than on its first commit (loading it took ~0.7 s of the first
+    // snapshot's time); a server with nothing to commit does not hold it.
     const engine = await deps.engine();
-    engine.warm?.();
+    gitTargets.on({
+      upsert: (o) => {
+        if ((o.spec as { suspend?: boolean } | undefined)?.suspend !== true) engine.warm?.();
+      },
+    });
     windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock });
     sink = windows.sink;
     stops.push(() => windows!.stop());
@@ -147,7 +157,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   await gitTargets.start();
   for (const s of startAfterInformer) await s();
   await requests?.start();
-  if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder });
+  if (enabled.size) deps.log.info('controllers started', { controllers: [...enabled], holder: keeper.holder, replicas: keeper.members().length });
   return {
     keeper,
     sink,

@@ -1,5 +1,6 @@
 // Controller metrics on the server's /metrics registry (docs/architecture.md).
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { gitTargetLeaseName, type Informer, type LeaseKeeper } from './runtime/index.js';
 import { JOIN_TIERS } from '../attribution/join.js';
 
 export interface ControllerMetrics {
@@ -53,4 +54,53 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
   // The tiers are a closed set: every series exists from the start (a scrape shows 0, not nothing).
   for (const tier of JOIN_TIERS) m.joins.inc({ tier }, 0);
   return m;
+}
+
+/**
+ * How this replica's share of the GitTargets looks (runtime/leases.ts, runtime/shards.ts): counts
+ * only, never GitTarget names as labels. `owned` is computed at scrape time from the informer and
+ * the live members; handovers are counted when the members change.
+ */
+export function registerReplicaMetrics(registry: Registry, keeper: LeaseKeeper, gitTargets: Informer): void {
+  new Gauge({
+    name: 'reverser_replicas_live',
+    help: 'Replicas in the live-member set as of this replica\'s last heartbeat (this one included).',
+    registers: [registry],
+    collect() {
+      this.set(keeper.members().length);
+    },
+  });
+  new Gauge({
+    name: 'reverser_gittargets_owned',
+    help: 'GitTargets that rendezvous hashing over the live replicas gives to this replica.',
+    registers: [registry],
+    collect() {
+      let n = 0;
+      for (const gt of gitTargets.list()) if (keeper.owns(gitTargetLeaseName(gt))) n++;
+      this.set(n);
+    },
+  });
+  new Gauge({
+    name: 'reverser_gittarget_leases_held',
+    help: 'GitTarget leases this replica holds (a running mirror, or commit work in progress); all renewed by one heartbeat per interval.',
+    registers: [registry],
+    collect() {
+      this.set(keeper.heldCount());
+    },
+  });
+  const handovers = new Counter({
+    name: 'reverser_gittarget_handovers_total',
+    help: 'GitTargets whose owner changed when the live replicas changed: direction "in" became this replica\'s, "out" went to another.',
+    labelNames: ['direction'],
+    registers: [registry],
+  });
+  handovers.inc({ direction: 'in' }, 0);
+  handovers.inc({ direction: 'out' }, 0);
+  keeper.onRebalance((ownedBefore) => {
+    for (const gt of gitTargets.list()) {
+      const name = gitTargetLeaseName(gt);
+      const now = keeper.owns(name);
+      if (ownedBefore(name) !== now) handovers.inc({ direction: now ? 'in' : 'out' });
+    }
+  });
 }

@@ -42,6 +42,7 @@ export function instrumentStore(store: Store, registry: Registry): Store {
     renewLease: (n, h, t, ttl) => store.renewLease(n, h, t, ttl),
     checkLease: (n, t) => store.checkLease(n, t),
     releaseLease: (n, h, t) => store.releaseLease(n, h, t),
+    heartbeat: (hb) => store.heartbeat(hb),
     putRecords: (space, batch) => timed('putRecords', RECORDS, () => store.putRecords(space, batch)),
     getRecords: (space, keys) => timed('getRecords', RECORDS, () => store.getRecords(space, keys)),
     recordStats: (space) => timed('recordStats', RECORDS, () => store.recordStats(space)),

@@ -7,6 +7,7 @@ import type { ControllerName } from '../controllers/names.js';
 import type { RegistrationOptions } from '../registration/index.js';
 import type { GitTargetQuotas } from '../registry/quota.js';
 import type { TenantInputOptions } from '../net/flags.js';
+import type { ReplicaOptions } from '../controllers/runtime/replica-flags.js';
 
 /** What a process serves: `serve` is the API server (optionally with the sandbox), `sandbox` the sandbox alone. */
 export type ServeMode = 'serve' | 'sandbox';
@@ -43,6 +44,8 @@ export interface ServeOptions {
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };
+  /** --replica-lease-ttl and --replica-heartbeat-interval (src/controllers/runtime/replica-flags.ts). */
+  replicas: ReplicaOptions;
   /** How often GitTargets' recorded authority is re-verified (ms). */
   authorityReverifyIntervalMs: number;
   authn: AuthnOptions;

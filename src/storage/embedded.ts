@@ -5,11 +5,13 @@
 import { DurableLog, type LogRecord, type Warn } from './durable-log.js';
 import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
 import { MemoryRecords, type AppliedBatch, type RecordsSnapshot } from './records.js';
-import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, type LeaseState } from './lease.js';
+import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, membersAfterHeartbeat, type LeaseState } from './lease.js';
 import {
   StorageError,
   describeObject,
   type KubeObject,
+  type Heartbeat,
+  type HeartbeatResult,
   type Lease,
   type ListOptions,
   type ListResult,
@@ -75,6 +77,8 @@ class EmbeddedStore implements Store {
   private baseRV = 0;
   private readonly cache: WatchCache;
   private readonly leases = new Map<string, LeaseState>();
+  /** Live replicas (heartbeat) and when each expires: not persisted, a restart starts with none. */
+  private readonly members = new Map<string, number>();
   private readonly records = new MemoryRecords();
   private readonly sweeper: NodeJS.Timeout;
   private log: DurableLog | undefined;
@@ -274,6 +278,20 @@ class EmbeddedStore implements Store {
     this.writable();
     const next = leaseRelease(this.leases.get(name), holder, token);
     if (next) await this.setLease(name, next);
+  }
+
+  async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
+    this.writable();
+    const now = Date.now();
+    const renewed = hb.leases.map(({ name, token }) => {
+      const next = leaseRenew(this.leases.get(name), hb.member, token, hb.ttlMs, now);
+      // In memory only: one process owns the data directory (data-dir-lock.ts), so after a restart
+      // no earlier holder is alive, and an older persisted expiry only ends its leases sooner. The
+      // fencing token, which must never go back, does not change on renewal.
+      if (next) this.leases.set(name, next);
+      return next !== undefined;
+    });
+    return { members: membersAfterHeartbeat(this.members, hb.member, hb.ttlMs, now, hb.leave), renewed };
   }
 
   private setLease(name: string, l: LeaseState): Promise<void> {

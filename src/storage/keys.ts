@@ -147,4 +147,11 @@ export class RedisKeys {
   lease(name: string): string {
     return `${this.prefix}:${this.global()}:lease:${esc(name)}`;
   }
+  /**
+   * Sorted set of live replicas, scored by the time (ms) their heartbeat expires. In the leases'
+   * slot, so one heartbeat script renews a replica's membership and all its leases.
+   */
+  members(): string {
+    return `${this.prefix}:${this.global()}:members`;
+  }
 }

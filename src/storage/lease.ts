@@ -30,3 +30,14 @@ export function leaseRelease(cur: LeaseState | undefined, holder: string, token:
   if (!cur || cur.holder !== holder || cur.token !== token) return undefined;
   return { holder: '', token, expiresAt: 0 };
 }
+
+/**
+ * The live members after `member`'s heartbeat (the Redis store does the same in
+ * redis/heartbeat.lua): expired ones dropped, `member` kept until now + ttl, or removed on leave.
+ */
+export function membersAfterHeartbeat(members: Map<string, number>, member: string, ttlMs: number, now: number, leave = false): string[] {
+  for (const [m, exp] of members) if (exp <= now) members.delete(m);
+  if (leave) members.delete(member);
+  else members.set(member, now + ttlMs);
+  return [...members.keys()].sort();
+}

@@ -117,6 +117,26 @@ export interface Lease {
   expiresAt: number;
 }
 
+/**
+ * One replica's heartbeat (src/controllers/runtime/leases.ts): keep `member` in the set of live
+ * replicas for `ttlMs` (or remove it at once with `leave`) and extend by `ttlMs` every lease it
+ * holds, with the same rule as renewLease, in one store operation.
+ */
+export interface Heartbeat {
+  member: string;
+  ttlMs: number;
+  /** Leases held by `member` (holder = member), each with the fencing token it was acquired with. */
+  leases: ReadonlyArray<{ name: string; token: number }>;
+  leave?: boolean;
+}
+
+export interface HeartbeatResult {
+  /** The live members after this heartbeat, sorted. */
+  members: string[];
+  /** Per lease of the request, in order: still held and extended (false: lost). */
+  renewed: boolean[];
+}
+
 export interface Store {
   /** Short name for logs and /readyz: `embedded` or `redis`. */
   readonly kind: string;
@@ -163,6 +183,8 @@ export interface Store {
   /** True while `token` is the current, unexpired token of the lease (the fencing check). */
   checkLease(name: string, token: number): Promise<boolean>;
   releaseLease(name: string, holder: string, token: number): Promise<void>;
+  /** Membership heartbeat and renewal of all of a replica's leases: one operation (see Heartbeat). */
+  heartbeat(hb: Heartbeat): Promise<HeartbeatResult>;
 
   /**
    * Expiring records beside the objects (audit facts, src/attribution): no resourceVersion, no

@@ -44,8 +44,11 @@ test('work queue: de-duplicates, one worker per key, re-runs a key added while r
 
 test('leases: one holder at a time; release hands over with a higher token and fences the old one', { timeout: 10_000 }, async () => {
   const store = await createStore({ storage: 'embedded' });
-  const a = new LeaseKeeper(store, { holder: 'a', ttlMs: 300 });
-  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 300 });
+  // Outside the live members (member: false) each keeper counts every GitTarget as its own, so this
+  // tests the lease alone: two replicas that both want one (views differ during a rebalance).
+  // Sharing by ownership: test/unit/replica-shards.test.ts.
+  const a = new LeaseKeeper(store, { holder: 'a', ttlMs: 300, member: false });
+  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 300, member: false });
   const la = await a.acquire('gittarget/x');
   assert.ok(la);
   assert.equal(await b.acquire('gittarget/x'), undefined);

@@ -293,6 +293,41 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     assert.ok(other);
   });
 
+  test(`${name}: one heartbeat keeps a replica live and renews exactly the leases it still holds`, async (t) => {
+    const { store } = await factory(t);
+    const a1 = (await store.acquireLease('t1', 'a', 60_000))!;
+    const a2 = (await store.acquireLease('t2', 'a', 60_000))!;
+    const b3 = (await store.acquireLease('t3', 'b', 60_000))!;
+    assert.deepEqual(await store.heartbeat({ member: 'b', ttlMs: 60_000, leases: [{ name: 't3', token: b3.token }] }), { members: ['b'], renewed: [true] });
+    // t2 was released, t3 is b's, t4 never existed, t1 was acquired with another token.
+    await store.releaseLease('t2', 'a', a2.token);
+    const hb = await store.heartbeat({
+      member: 'a',
+      ttlMs: 60_000,
+      leases: [
+        { name: 't1', token: a1.token },
+        { name: 't2', token: a2.token },
+        { name: 't3', token: b3.token },
+        { name: 't4', token: 1 },
+        { name: 't1', token: a1.token + 1 },
+      ],
+    });
+    assert.deepEqual(hb, { members: ['a', 'b'], renewed: [true, false, false, false, false] });
+    assert.equal(await store.checkLease('t1', a1.token), true);
+    // A renewal by heartbeat extends the lease: a 1 ms lease renewed for a minute is still held.
+    const short = (await store.acquireLease('t5', 'a', 1))!;
+    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [{ name: 't5', token: short.token }] })).renewed, [true]);
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(await store.checkLease('t5', short.token), true);
+    assert.equal(await store.acquireLease('t5', 'b', 60_000), null);
+    // A member whose heartbeat expired is gone from everyone's view; leave removes at once.
+    await store.heartbeat({ member: 'c', ttlMs: 1, leases: [] });
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [] })).members, ['a', 'b']);
+    assert.deepEqual((await store.heartbeat({ member: 'b', ttlMs: 60_000, leases: [], leave: true })).members, ['a']);
+    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [] })).members, ['a']);
+  });
+
   test(`${name}: concurrent compare-and-swap: one winner per round`, async (t) => {
     const { store } = await factory(t);
     let cur = await store.create(CM, key('hot'), cm('hot', 'default', { n: '0' }));

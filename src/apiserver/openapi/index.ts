@@ -1,6 +1,8 @@
-// OpenAPI documents of the server, built once at startup from the resource definitions. The HTTP
-// layer serves the cached Buffers; ETags are the SHA-512 of the bodies, so they change exactly when
-// the documents do (kube-aggregator and kubectl cache by them).
+// OpenAPI documents of the server, built once from the resource definitions, each the first time
+// it is asked for (a server is ready before any of them is built: the v2 protobuf form alone took
+// about a tenth of the start-up, and protobuf.ts loads protobufjs only for it). The HTTP layer serves the
+// cached Buffers; ETags are the SHA-512 of the bodies, so they change exactly when the documents do
+// (kube-aggregator and kubectl cache by them).
 import { createHash } from 'node:crypto';
 import type { ResourceDefinition } from '../../api/resources.js';
 import { encodeV2Protobuf } from './protobuf.js';
@@ -46,25 +48,53 @@ export function buildOpenAPIDocuments(resources: ResourceDefinition[], info: { t
   }
   if (byGV.size === 0) throw new Error('OpenAPI: no resources to describe');
 
-  const v3GroupVersions = new Map<string, OpenAPIGroupVersionDoc>();
-  const rootPaths: Record<string, { serverRelativeURL: string }> = {};
-  for (const [path, defs] of byGV) {
-    const body = Buffer.from(JSON.stringify(buildV3(defs, info)));
-    const hash = sha512(body);
-    v3GroupVersions.set(path, { body, hash, etag: quoted(hash), path });
-    rootPaths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
-  }
-  // Only the served group-versions: kube-aggregator merges every APIService's root into the cluster's.
-  const rootBody = Buffer.from(JSON.stringify({ paths: rootPaths }));
-
-  const v2 = buildV2(resources, info);
-  const v2Body = Buffer.from(JSON.stringify(v2));
-  const v2Proto = encodeV2Protobuf(v2);
-
+  const v3 = once(() => {
+    const v3GroupVersions = new Map<string, OpenAPIGroupVersionDoc>();
+    const rootPaths: Record<string, { serverRelativeURL: string }> = {};
+    for (const [path, defs] of byGV) {
+      const body = Buffer.from(JSON.stringify(buildV3(defs, info)));
+      const hash = sha512(body);
+      v3GroupVersions.set(path, { body, hash, etag: quoted(hash), path });
+      rootPaths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
+    }
+    // Only the served group-versions: kube-aggregator merges every APIService's root into the cluster's.
+    const rootBody = Buffer.from(JSON.stringify({ paths: rootPaths }));
+    return { v3Root: { body: rootBody, etag: quoted(sha512(rootBody)) }, v3GroupVersions };
+  });
+  const v2 = once(() => buildV2(resources, info));
+  const v2Json = once(() => {
+    const body = Buffer.from(JSON.stringify(v2()));
+    return { body, etag: quoted(sha512(body)) };
+  });
+  const v2Protobuf = once(() => {
+    const body = encodeV2Protobuf(v2());
+    return { body, etag: quoted(sha512(body)) };
+  });
   return {
-    v3Root: { body: rootBody, etag: quoted(sha512(rootBody)) },
-    v3GroupVersions,
-    v2Json: { body: v2Body, etag: quoted(sha512(v2Body)) },
-    v2Protobuf: { body: v2Proto, etag: quoted(sha512(v2Proto)) },
+    get v3Root() {
+      return v3().v3Root;
+    },
+    get v3GroupVersions() {
+      return v3().v3GroupVersions;
+    },
+    get v2Json() {
+      return v2Json();
+    },
+    get v2Protobuf() {
+      return v2Protobuf();
+    },
+  };
+}
+
+/** `fn`'s value, computed on the first call. */
+function once<T>(fn: () => T): () => T {
+  let done = false;
+  let value: T;
+  return () => {
+    if (!done) {
+      value = fn();
+      done = true;
+    }
+    return value;
   };
 }

@@ -2,7 +2,8 @@
 // client-go's DiscoveryClient.OpenAPISchema() request. Vendor extensions, defaults and enum values
 // are `Any{yaml}`: client-go YAML-decodes them (the operation GVK into a map[string]string).
 import { fileURLToPath } from 'node:url';
-import protobuf from 'protobufjs';
+import { createRequire } from 'node:module';
+import type protobuf from 'protobufjs';
 import { stringify } from 'yaml';
 import type { JsonSchema } from './schema.js';
 
@@ -14,7 +15,9 @@ let documentType: protobuf.Type | undefined;
 /** The openapi.v2.Document type, loaded from the .proto beside this file (copied to dist by copy-assets). */
 export function openAPIv2DocumentType(): protobuf.Type {
   if (!documentType) {
-    const root = new protobuf.Root();
+    // protobufjs (CommonJS) is loaded the first time the protobuf form is asked for, not at start-up.
+    const { Root } = createRequire(import.meta.url)('protobufjs') as typeof protobuf;
+    const root = new Root();
     root.loadSync(PROTO_FILE, { keepCase: true });
     documentType = root.lookupType('openapi.v2.Document');
   }

@@ -1,19 +1,20 @@
 // The mirror controller: one TargetMirror per GitTarget this replica holds the lease of. A key is
-// reconciled on every change of its GitTarget and on a short cadence (the kubeconfig Secret is
-// re-read then); the TargetMirror is replaced when the generation, the source credentials (a
-// rotation: the client is rebuilt once per new kubeconfig) or the lease change, and stopped when
-// the GitTarget is deleted or suspended, its Secret deleted or refused, or the lease lost.
+// reconciled on every change of its GitTarget, and on a short cadence only when it reads a
+// kubeconfig Secret (re-read then): a target at rest on the default source costs nothing periodic.
+// The TargetMirror is replaced when the generation, the source credentials (a rotation: the client
+// is rebuilt once per new kubeconfig) or the lease change, and stopped when the GitTarget is
+// deleted or suspended, its Secret deleted or refused, or the lease lost.
 import type { Store } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ObjectRef } from '../../git/index.js';
-import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
+import { Informer, WorkQueue, clusterOf, keyOf, movedKeys, parseKey, targetLeaseName, type LeaseKeeper } from '../runtime/index.js';
 import type { TargetKey, WindowSink } from '../windows/types.js';
 import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
 import type { SourceHub } from '../source/sources.js';
 import type { SourceError } from '../source/client.js';
 import { NOTHING_TO_MIRROR, TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
-import { writeMirrorStatus, type MirrorStatus } from './status.js';
+import { mergeStatus, writeMirrorStatus, type MirrorStatus } from './status.js';
 import { getCondition } from '../status.js';
 import { destinationRefusal } from '../../model/destination.js';
 import { SystemClient } from '../client.js';
@@ -92,6 +93,11 @@ export function statusFromReport(generation: number, description: string, r: Mir
   return { generation, validated, sourceReachable, synced: r?.synced ?? { status: 'False', reason: 'InitialSync', message: 'waiting for the initial list' }, streams };
 }
 
+/** The GitTarget reads its source's credentials from a kubeconfig Secret (re-read every recheck). */
+function usesSecret(spec: any): boolean {
+  return spec?.source?.kubeConfig?.secretRef !== undefined;
+}
+
 export interface MirrorController {
   stop(): Promise<void>;
   /** Resolves once every GitTarget seen so far was reconciled at least once (tests). */
@@ -118,7 +124,12 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (!keepLease) await keeper.release(targetLeaseName({ ...parseKey(key), uid: r.uid }), CLAIMANT);
   };
 
-  const writeStatus = (key: string, uid: string, s: MirrorStatus) => {
+  const writeStatus = async (key: string, uid: string, s: MirrorStatus) => {
+    // Compared with the informer's copy first: a status that would not change costs no store read
+    // (a consistent read is a Redis round trip). A stale copy is safe: the newer version's event
+    // reconciles the key again, and that compares with it.
+    const cached = informer.get(key);
+    if (cached?.metadata.uid === uid && mergeStatus(cached, s, '') === undefined) return;
     const k = parseKey(key);
     return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
   };
@@ -184,7 +195,9 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const lease = await keeper.acquire(targetLeaseName(tk), CLAIMANT);
     if (!lease) {
       await teardown(key);
-      return { requeueAfterMs: 2_000 };
+      // Another replica's target (runtime/shards.ts) waits for a rebalance, not a timer; our own,
+      // still held by its previous owner, is tried again until that one lets go or expires.
+      return keeper.owns(targetLeaseName(tk)) ? { requeueAfterMs: 2_000 } : undefined;
     }
     const idle = { status: 'Unknown' as const, reason: 'NotChecked', message: 'the source was not checked' };
     if (spec?.suspend === true) {
@@ -269,7 +282,10 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     }
     const r = running.get(key);
     if (r) await writeStatus(key, uid, statusFromReport(r.generation, r.description, r.report));
-    return { requeueAfterMs: recheckMs };
+    // Only a kubeconfig Secret can change without an event reaching this controller (it is read
+    // uncached, source/connector.ts): a target on the default source is not looked at again until
+    // its GitTarget, its authority (authority/verifier.ts onChange) or its lease changes.
+    return usesSecret(spec) ? { requeueAfterMs: recheckMs } : undefined;
   };
 
   const queue = new WorkQueue(reconcile, { name: 'mirror', log });
@@ -285,6 +301,10 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       for (const k of claims.remove(key)) queue.add(k);
       queue.add(key);
     },
+  });
+  // The live replicas changed: the targets that became ours start, those that are no longer ours stop.
+  keeper.onRebalance((ownedBefore) => {
+    for (const key of movedKeys(informer.list(), ownedBefore, (n) => keeper.owns(n))) queue.add(key);
   });
   keeper.onLost((lease) => {
     for (const [key, r] of running) {

@@ -1,15 +1,26 @@
-// Leader election per object: a replica does a GitTarget's work only while it holds that
-// target's lease in the Store. Leases are renewed every ttl/3; a replica that dies stops renewing
-// and another one takes over once the TTL ran out (10 s by default, so with the controllers'
-// 2 s retry a takeover happens within ~12 s). The fencing token lets a write check, right before
-// it happens, that this replica still holds the lease.
+// Leader election per object, and how replicas share the objects. A replica does a GitTarget's
+// work only while it holds that target's lease in the Store, and it asks for the lease only when
+// the target is its own: rendezvous hashing of the lease name over the live replicas (shards.ts).
+//
+// Every heartbeat interval (--replica-heartbeat-interval, default a third of the lease TTL) one
+// store operation (Store.heartbeat: redis/heartbeat.lua, or the embedded store's equivalent) keeps
+// this replica in the live-member set for one TTL, renews every lease it holds, and reads the live
+// members. Membership and leases expire together, so when a replica dies (SIGKILL) its targets
+// become the others' and their leases free at the same moment: the others see it at their next
+// heartbeat, within TTL + one interval. When the member list changes, onRebalance listeners
+// (the mirror and windows controllers) look again at the targets whose owner changed: the old
+// owner stops and releases, the new one takes the lease once it is free. A graceful stop releases
+// every lease, then leaves the set, so the others take over at their next heartbeat.
+// The fencing token lets a write check, right before it happens, that this replica still holds the lease.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Store } from '../../storage/types.js';
+import type { KubeObject, Store } from '../../storage/types.js';
+import { clusterOf, keyOf } from './informer.js';
 import type { Logger } from '../../metrics/logger.js';
+import { ownerOf } from './shards.js';
 import { realClock, type Clock, type ClockTimer } from './clock.js';
 
-export type LeaseStore = Pick<Store, 'acquireLease' | 'renewLease' | 'checkLease' | 'releaseLease'>;
+export type LeaseStore = Pick<Store, 'acquireLease' | 'checkLease' | 'releaseLease' | 'heartbeat'>;
 
 export interface HeldLease {
   readonly name: string;
@@ -21,6 +32,14 @@ export interface HeldLease {
 export interface LeaseKeeperOptions {
   holder?: string;
   ttlMs?: number;
+  /** How often the heartbeat runs (default ttlMs / 3). */
+  heartbeatMs?: number;
+  /**
+   * Whether this replica takes a share of the GitTargets (default true). A replica that does not
+   * run the windows controller (--controllers) must not: its share would never be committed. It
+   * still renews whatever leases it holds, but stays out of the live members.
+   */
+  member?: boolean;
   log?: Logger;
   /** The renewal timer (default: the wall clock). */
   clock?: Clock;
@@ -33,14 +52,38 @@ export function targetLeaseName(t: { cluster: string; namespace: string; name: s
   return `gittarget/${t.cluster}/${t.namespace}/${t.name}/${t.uid}`;
 }
 
+/** The lease name of a GitTarget object (the cluster from its kcp annotation, as the informer keys it). */
+export function gitTargetLeaseName(gt: KubeObject): string {
+  return targetLeaseName({ cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '', uid: gt.metadata.uid ?? '' });
+}
+
+/** The informer keys of the GitTargets whose owner changed (this replica's before and not now, or the reverse). */
+export function movedKeys(gitTargets: Iterable<KubeObject>, ownedBefore: (name: string) => boolean, owns: (name: string) => boolean): string[] {
+  const moved: string[] = [];
+  for (const gt of gitTargets) {
+    const name = gitTargetLeaseName(gt);
+    if (ownedBefore(name) !== owns(name)) moved.push(keyOf(gt, clusterOf(gt)));
+  }
+  return moved;
+}
+
+/** Called when the live members changed: `ownedBefore` says which lease names were this replica's until now. */
+export type RebalanceListener = (ownedBefore: (name: string) => boolean) => void;
+
 export class LeaseKeeper {
   readonly holder: string;
   readonly ttlMs: number;
+  readonly heartbeatMs: number;
   private readonly held = new Map<string, HeldLease>();
   /** Who in this process needs each held lease (e.g. the mirror and the windows controller); released when nobody does. */
   private readonly claims = new Map<string, Set<string>>();
   private readonly lostListeners: Array<(name: string) => void> = [];
+  private readonly rebalanceListeners: RebalanceListener[] = [];
+  /** The live replicas as of the last heartbeat; until the first one, this replica alone. */
+  private liveMembers: readonly string[];
   private timer: ClockTimer;
+  private beating: Promise<void> | undefined;
+  private failing = false;
   private stopped = false;
 
   constructor(
@@ -49,16 +92,33 @@ export class LeaseKeeper {
   ) {
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.ttlMs = opts.ttlMs ?? DEFAULT_LEASE_TTL_MS;
-    this.timer = (opts.clock ?? realClock).setInterval(() => void this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
+    this.heartbeatMs = Math.max(50, opts.heartbeatMs ?? Math.floor(this.ttlMs / 3));
+    this.liveMembers = [this.holder];
+    this.timer = (opts.clock ?? realClock).setInterval(() => void this.beat(), this.heartbeatMs);
+  }
+
+  /** Joins the live members now (the first heartbeat), so ownership is known before the controllers start. */
+  async start(): Promise<void> {
+    await this.beat();
+  }
+
+  /** The live replicas, sorted (this one included). */
+  members(): readonly string[] {
+    return this.liveMembers;
+  }
+
+  /** True when `name` is this replica's to work on, by rendezvous hashing over the live members. */
+  owns(name: string): boolean {
+    return ownerOf(name, this.liveMembers) === this.holder;
   }
 
   /**
    * The lease if this replica holds it, taking it when free or expired; undefined when another
-   * replica holds it. `claimant` names who in this process needs it (default ''): the lease is
-   * given back only when every claimant released it.
+   * replica holds it, or when it is not this replica's own (owns()). `claimant` names who in this
+   * process needs it (default ''): the lease is given back only when every claimant released it.
    */
   async acquire(name: string, claimant = ''): Promise<HeldLease | undefined> {
-    if (this.stopped) return undefined;
+    if (this.stopped || !this.owns(name)) return undefined;
     const cur = this.held.get(name);
     if (cur) {
       this.claim(name, claimant);
@@ -78,9 +138,14 @@ export class LeaseKeeper {
     return lease;
   }
 
-  /** Held by this replica (as far as the last renewal knows). */
+  /** Held by this replica (as far as the last heartbeat knows). */
   holds(name: string): HeldLease | undefined {
     return this.held.get(name);
+  }
+
+  /** How many leases this replica holds. */
+  heldCount(): number {
+    return this.held.size;
   }
 
   private claim(name: string, claimant: string): void {
@@ -105,21 +170,65 @@ export class LeaseKeeper {
     this.lostListeners.push(listener);
   }
 
+  onRebalance(listener: RebalanceListener): void {
+    this.rebalanceListeners.push(listener);
+  }
+
+  /** Releases every lease, then leaves the live members, so the others take over at their next heartbeat. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer.cancel();
+    await this.beating;
     this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
+    await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, leases: [], leave: true }).catch(() => undefined);
   }
 
-  private async renewAll(): Promise<void> {
-    for (const [name, l] of [...this.held]) {
-      const ok = await this.store.renewLease(name, this.holder, l.token, this.ttlMs).catch(() => false);
-      if (ok || this.held.get(name) !== l) continue;
-      this.held.delete(name);
-      this.claims.delete(name);
-      this.opts.log?.warn('lease lost', { lease: name, token: l.token });
-      for (const fn of this.lostListeners) fn(name);
+  /** One heartbeat at a time: a slow store never stacks them up. */
+  private beat(): Promise<void> {
+    if (this.beating) return this.beating;
+    this.beating = this.heartbeat().finally(() => (this.beating = undefined));
+    return this.beating;
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopped) return;
+    const held = [...this.held.values()];
+    let r;
+    try {
+      const leases = held.map((l) => ({ name: l.name, token: l.token }));
+      r = await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, leases, leave: this.opts.member === false });
+    } catch (e) {
+      // Fail closed: a lease that could not be renewed may expire and be taken; its work stops
+      // (the controllers retry). The member list stays as last seen.
+      if (!this.failing) this.opts.log?.warn('heartbeat failed: leases given up until the store answers', { error: (e as Error).message, leases: held.length });
+      this.failing = true;
+      for (const l of held) this.lose(l);
+      return;
     }
+    if (this.failing) this.opts.log?.info('heartbeat works again');
+    this.failing = false;
+    held.forEach((l, i) => {
+      if (!r.renewed[i]) this.lose(l);
+    });
+    if (!this.stopped && this.opts.member !== false) this.setMembers(r.members.includes(this.holder) ? r.members : [...r.members, this.holder].sort());
+  }
+
+  private lose(l: HeldLease): void {
+    if (this.held.get(l.name) !== l) return;
+    this.held.delete(l.name);
+    this.claims.delete(l.name);
+    this.opts.log?.warn('lease lost', { lease: l.name, token: l.token });
+    for (const fn of this.lostListeners) fn(l.name);
+  }
+
+  private setMembers(next: string[]): void {
+    const prev = this.liveMembers;
+    if (prev.length === next.length && prev.every((m, i) => m === next[i])) return;
+    this.liveMembers = next;
+    const joined = next.filter((m) => !prev.includes(m));
+    const left = prev.filter((m) => !next.includes(m));
+    this.opts.log?.info('replicas changed', { replicas: next.length, joined, left });
+    for (const fn of this.rebalanceListeners) fn((name) => ownerOf(name, prev) === this.holder);
   }
 }

@@ -11,7 +11,7 @@
 import type { CommitEngine, GitCredentials } from '../../git/index.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
-import { Informer, clusterOf, keyOf, realClock, WorkQueue, type Clock, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
+import { Informer, clusterOf, keyOf, movedKeys, realClock, WorkQueue, type Clock, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { routeOf, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import { updateStatus } from '../status.js';
@@ -117,6 +117,9 @@ export class WindowsController {
     this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
       for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
     });
+    deps.keeper.onRebalance((ownedBefore) => {
+      for (const key of movedKeys(deps.gitTargets.list(), ownedBefore, (n) => deps.keeper.owns(n))) this.queue.add(key);
+    });
     deps.keeper.onLost((name) => {
       if (name.startsWith('gittarget/')) {
         const [, cluster, ns, n] = name.split('/');
@@ -171,7 +174,11 @@ export class WindowsController {
       return;
     }
     const lease = await this.deps.keeper.acquire(leaseName, 'windows');
-    if (!lease) return { requeueAfterMs: LEASE_RETRY_MS };
+    if (!lease) {
+      // No longer ours (runtime/leases.ts): let go, so the new owner can take over the window.
+      await this.deps.keeper.release(leaseName, 'windows');
+      return this.deps.keeper.owns(leaseName) ? { requeueAfterMs: LEASE_RETRY_MS } : undefined;
+    }
     const policy = policyOf(gt);
     const now = this.clock.now();
     // Under the lease, read the record itself (the cache may lag what another replica did).

@@ -58,10 +58,7 @@ export class RedisCacheFollower {
     });
     this.cache = new WatchCache({ retention: deps.retention, progressIntervalMs: deps.progressIntervalMs, freeze: deps.freezeObjects });
     // Idle resources with watchers are synced periodically so bookmarks carry the latest RV.
-    this.timer = setInterval(() => {
-      if (deps.unhealthyReason()) return;
-      for (const st of this.byLog.values()) if (st.rc.watcherCount > 0) this.sync(st).catch(() => {});
-    }, deps.progressIntervalMs || 1000);
+    this.timer = setInterval(() => void this.progress(), deps.progressIntervalMs || 1000);
     this.timer.unref();
   }
 
@@ -205,6 +202,21 @@ export class RedisCacheFollower {
     if (st.reloading) await st.reloading;
     if (rv > st.rc.syncedRV) st.rc.syncedRV = rv;
     this.seen(rv);
+  }
+
+  /**
+   * The periodic catch-up of watched resources (bookmarks carry the latest RV). At rest nothing was
+   * written anywhere: one GET of the counter shows it, and no log is read (it was a GET and an
+   * XRANGE per watched resource every tick). When the counter moved, or went back (Redis lost
+   * data: doSync reloads), every watched resource syncs as before.
+   */
+  private async progress(): Promise<void> {
+    if (this.deps.unhealthyReason()) return;
+    const watched = [...this.byLog.values()].filter((st) => st.rc.watcherCount > 0);
+    if (watched.length === 0) return;
+    const rv = Number((await this.deps.cmd.get(this.deps.keys.rv()).catch(() => undefined)) ?? NaN);
+    if (rv === this.maxRV && watched.every((st) => st.rc.syncedRV >= rv && !st.reloading && !st.inflight)) return;
+    for (const st of watched) this.sync(st).catch(() => {});
   }
 
   /** One blocking XREAD over every loaded log, on its own connection. */

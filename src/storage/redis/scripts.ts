@@ -55,4 +55,5 @@ export class Script {
 
 export const writeScript = new Script('./write.lua');
 export const leaseScript = new Script('./lease.lua');
+export const heartbeatScript = new Script('./heartbeat.lua');
 export const recordsScript = new Script('./records.lua');

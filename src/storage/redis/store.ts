@@ -7,6 +7,8 @@ import { RedisKeys, objectField, resourceId } from '../keys.js';
 import {
   StorageError,
   describeObject,
+  type Heartbeat,
+  type HeartbeatResult,
   type KubeObject,
   type Lease,
   type ListOptions,
@@ -23,7 +25,7 @@ import {
 import { listFromCache } from '../watch-cache.js';
 import { encodeForWrite } from './codec.js';
 import { FOLLOW_BLOCK_MS, RedisCacheFollower } from './follower.js';
-import { leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
+import { heartbeatScript, leaseScript, recordsScript, writeScript, type Script } from './scripts.js';
 import { RedisHealth } from './health.js';
 
 export interface RedisStoreOptions {
@@ -246,6 +248,18 @@ class RedisStore implements Store {
 
   async releaseLease(name: string, holder: string, token: number): Promise<void> {
     await this.lease('release', name, holder, token, 0);
+  }
+
+  async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
+    const keys = [this.keys.members(), ...hb.leases.map((l) => this.keys.lease(l.name))];
+    const args = [hb.member, Math.ceil(hb.ttlMs), hb.leave ? '1' : '0', ...hb.leases.map((l) => l.token)];
+    try {
+      // Like a renewal (lease()): under waitReplicas, an extension no replica has is not trusted.
+      const [members, renewed] = (await this.script(heartbeatScript, keys, args, () => true)) as [string[], number[]];
+      return { members, renewed: renewed.map((r) => Number(r) === 1) };
+    } catch (err) {
+      throw this.unavailable(err);
+    }
   }
 
   // ---- expiring records (records.lua) -------------------------------------------------------

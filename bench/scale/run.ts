@@ -1,0 +1,285 @@
+// The scale benchmark (`npm run bench -- scale [--quick] [--sizes=1000,10000] [--only=startup,tenants,suspended] [--suspended=N]`):
+// 1. scale.startup: a fresh server (Redis store, controllers on, no objects): time from spawn to
+//    /readyz 200 and to a served GET, the CPU it burnt until then, and its RSS at rest before any
+//    work. Target: ready within 1 s.
+// 2. scale.tenants-<N>: N tenants, each a sandbox namespace with its ConfigMaps and one GitTarget on
+//    its own `local:` repository (idleSeconds 1): time from the first GitTarget create to all Ready;
+//    30 s after Ready, the server's CPU and the Redis commands per second at rest, its descriptors
+//    and RSS; then edits spread over the tenants at 50/s, each timed from the PATCH to its pushed
+//    commit (status.lastCommit of its GitTarget), and a sample of them checked in Git.
+// 3. api.idle (`--only=suspended`): N suspended GitTargets (default 10,000), then a fresh server with
+//    its controllers on at rest, measured by bench/api/idle.ts (the API bench's own idle part),
+//    after a first server reported them all Suspended (so the measured one is a restart).
+// The server is a child process (node dist/src/cli/main.js serve) on a real redis-server.
+import { execFileSync, spawn } from 'node:child_process';
+import type https from 'node:https';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { agentFor, fmt, quantile, request, type Target } from '../common/load.js';
+import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
+import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls } from '../common/cpu.js';
+import { beginRun, machineFacts, spread } from '../common/results.js';
+import { createTenant, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
+import { benchIdle } from '../api/idle.js';
+import { watchCommits } from './watch.js';
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const SIZES = (opt('sizes') ?? (quick ? '200' : '1000,10000')).split(',').map(Number);
+const only = new Set((opt('only') ?? 'startup,tenants').split(','));
+const REST_AFTER_READY_MS = quick ? 10_000 : 30_000;
+const MEASURE_MS = quick ? 10_000 : 20_000;
+const EDITS_PER_SECOND = 50;
+const IDLE_SECONDS = 1;
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const objectsFor = (n: number) => (n >= 10_000 ? 1 : 5);
+
+function serverArgs(port: number, dataDir: string, certDir: string, redisUrl: string): string[] {
+  return [MAIN, 'serve', '--storage=redis', '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--sandbox', '--log-level=warn', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0'];
+}
+
+const nodeArgs = () => (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
+
+/** V8 heap and external memory from the server's /metrics (prom-client's default metrics), in MiB. */
+async function heapOf(t: Target, agent: https.Agent): Promise<string> {
+  const r = await request(t, agent, { method: 'GET', path: '/metrics' });
+  const v = (m: string) => Number(new RegExp(`^${m} ([0-9.e+]+)`, 'm').exec(r.body)?.[1] ?? NaN) / 2 ** 20;
+  return `V8 heap used ${fmt(v('nodejs_heap_size_used_bytes'), 0)} MiB, external ${fmt(v('nodejs_external_memory_bytes'), 0)} MiB`;
+}
+
+/** RSS of a fresh server at rest (the start-up part measures it; 160 MiB when it did not run). */
+let restBaseline = 160;
+
+/** Spawn → /readyz 200 → a GET served, polled every 10 ms; CPU and RSS then and after 5 s at rest. */
+async function startupRound(tmp: string, certDir: string, redisUrl: string, round: number) {
+  const port = await freePort();
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [...nodeArgs(), ...serverArgs(port, join(tmp, `data-start-${round}`), certDir, redisUrl)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  try {
+    const t: Target = { host: '127.0.0.1', port, tls: tls(certDir) };
+    const agent = agentFor(t, 1);
+    const until = async (path: string) => {
+      for (;;) {
+        if (performance.now() - t0 > 60_000 || proc.exitCode !== null) throw new Error(`server not answering ${path}: ${err}`);
+        const ok = await request(t, agent, { method: 'GET', path }).then((r) => r.status === 200, () => false);
+        if (ok) return performance.now() - t0;
+        await sleep(10);
+      }
+    };
+    const readyMs = await until('/readyz');
+    const getMs = await until(`${GV}/gittargets`);
+    const cpuMs = processCpuMs(proc.pid!);
+    const rssReady = rssMiB(proc.pid!).rss;
+    await sleep(5_000);
+    const rssRest = rssMiB(proc.pid!).rss;
+    agent.destroy();
+    return { readyMs, getMs, cpuMs, rssReady, rssRest };
+  } finally {
+    proc.kill('SIGTERM');
+    await new Promise((r) => (proc.exitCode !== null ? r(undefined) : proc.once('exit', r)));
+  }
+}
+
+async function benchStartup(tmp: string, certDir: string, redisUrl: string, started: { at: number; machine: ReturnType<typeof machineFacts> }) {
+  const rounds = quick ? 3 : 5;
+  const rs: Awaited<ReturnType<typeof startupRound>>[] = [];
+  for (let i = 0; i < rounds; i++) {
+    rs.push(await startupRound(tmp, certDir, redisUrl, i));
+    log(`start-up ${i + 1}: /readyz ${fmt(rs[i]!.readyMs, 0)} ms, GET ${fmt(rs[i]!.getMs, 0)} ms, ${fmt(rs[i]!.cpuMs, 0)} CPU-ms, RSS ${fmt(rs[i]!.rssReady, 0)} → ${fmt(rs[i]!.rssRest, 0)} MiB`);
+  }
+  const run = beginRun({ bench: 'scale', scenario: 'scale.startup', title: 'Start-up of a fresh server (Redis, controllers on, no objects)', order: 1, params: { rounds, quick }, started });
+  const s = (k: keyof (typeof rs)[0]) => spread(rs.map((r) => r[k]));
+  run.samples('ms to /readyz 200', rs.map((r) => r.readyMs));
+  run.samples('ms to a served GET', rs.map((r) => r.getMs));
+  run.samples('CPU ms until then', rs.map((r) => r.cpuMs));
+  run.samples('RSS MiB at ready, 5 s later', rs.flatMap((r) => [r.rssReady, r.rssRest]));
+  const readyMet = s('readyMs').value <= 1000;
+  run.row({ metric: 'spawn → /readyz 200', unit: 'ms', ...s('readyMs'), digits: 0, target: '≤ 1,000 ms', met: readyMet });
+  run.row({ metric: 'spawn → GET gittargets served', unit: 'ms', ...s('getMs'), digits: 0, target: '≤ 1,000 ms', met: s('getMs').value <= 1000 });
+  run.row({ metric: 'CPU until the GET was served', unit: 'ms', ...s('cpuMs'), digits: 0, notes: 'user + system, every thread' });
+  run.row({ metric: 'RSS 5 s after ready, nothing done', unit: 'MiB', ...s('rssRest'), digits: 0, target: 'at or below the peer (94 MiB with a 1,000-object mirror)', met: s('rssRest').value <= 94 });
+  run.write();
+  restBaseline = s('rssRest').value;
+}
+
+async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: string, order: number) {
+  const started = { at: Date.now(), machine: machineFacts() };
+  const objects = objectsFor(n);
+  const redis = new Redis(redisUrl);
+  await redis.flushall();
+  const port = await freePort();
+  const dataDir = join(tmp, `data-${n}`);
+  const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...serverArgs(port, dataDir, certDir, redisUrl)], /serving/, 60_000);
+  const t: Target = { host: '127.0.0.1', port, tls: tls(certDir) };
+  const agent = agentFor(t, 16);
+  let stopping = false;
+  child.proc.once('exit', (code, sig) => stopping || log(`the server exited (${code ?? sig}) during the run:\n${child.output().slice(-3000)}`));
+  try {
+    // Namespaces and ConfigMaps first (not timed), then every GitTarget: from the first create to all Ready.
+    const t0 = performance.now();
+    await pool(n, 16, async (i) => createTenant(t, agent, i, objects, IDLE_SECONDS));
+    const createdMs = performance.now() - t0;
+    log(`${n} tenants created (${objects} ConfigMaps each) in ${fmt(createdMs / 1000, 1)} s`);
+    let st = await readyCount(t, agent);
+    while (st.ready < n) {
+      if (performance.now() - t0 > 30 * 60_000) throw new Error(`only ${st.ready}/${n} Ready after 30 min`);
+      await sleep(1000);
+      st = await readyCount(t, agent);
+    }
+    const readyMs = performance.now() - t0;
+    log(`${n} GitTargets Ready ${fmt(readyMs / 1000, 1)} s after the first create`);
+
+    // At rest: wait, then measure.
+    await sleep(REST_AFTER_READY_MS);
+    const c0 = await redisCommandCalls(redis);
+    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    const meter = cpuMeter({ server: child.pid, redis: redisPid });
+    const m0 = performance.now();
+    await sleep(MEASURE_MS);
+    const cpu = meter.delta();
+    const ms = performance.now() - m0;
+    const cmds = commandDelta(c0, await redisCommandCalls(redis));
+    const cmdRate = Object.values(cmds).reduce((a, b) => a + b, 0) / (ms / 1000);
+    const cpuPct = (100 * cpu.server!) / ms;
+    const redisPct = (100 * cpu.redis!) / ms;
+    const fd = fds(child.pid);
+    const rss = rssMiB(child.pid).rss;
+    const heap = await heapOf(t, agent);
+    const top = Object.entries(cmds).sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k.toUpperCase()} ${fmt(v / (ms / 1000), 1)}/s`).join(', ') || 'none';
+    log(`at rest: server ${fmt(cpuPct, 2)}% of a core, redis ${fmt(redisPct, 2)}%, ${fmt(cmdRate, 1)} Redis cmd/s (${top}), ${fd} fds, RSS ${fmt(rss, 0)} MiB (${heap})`);
+
+    // Edits spread over the tenants at 50/s, each tenant at most once; PATCH → pushed commit.
+    const edits = Math.min(n, quick ? 200 : 1000);
+    const order_ = Array.from({ length: n }, (_, i) => i).sort(() => Math.random() - 0.5).slice(0, edits);
+    st = await readyCount(t, agent);
+    const watch = watchCommits(t, st.rv);
+    await sleep(500);
+    const lat: number[] = [];
+    const begin = performance.now();
+    await Promise.all(
+      order_.map(async (i, k) => {
+        const due = begin + (k * 1000) / EDITS_PER_SECOND;
+        await sleep(Math.max(0, due - performance.now()));
+        const ns = tenantNs(i);
+        const sent = performance.now();
+        const r = await request(t, agent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
+        if (r.status !== 200) throw new Error(`PATCH ${ns}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+        const seen = await Promise.race([watch.next(ns, st.sha.get(ns) ?? ''), sleep(120_000).then(() => undefined)]);
+        if (!seen) throw new Error(`${ns}: no commit within 120 s of its edit`);
+        lat.push(seen.at - sent);
+      }),
+    );
+    watch.stop();
+    // A sample checked in Git: the edit is in the branch of the tenant's own repository.
+    const gitRoot = join(dataDir, 'git');
+    let checked = 0;
+    for (const [k, i] of order_.slice(0, 10).entries()) {
+      const ns = tenantNs(i);
+      const repo = execFileSync('find', [gitRoot, '-maxdepth', '4', '-type', 'd', '-name', `${ns}.git`], { encoding: 'utf8' }).trim().split('\n')[0]!;
+      const file = execFileSync('git', ['--git-dir', repo, 'show', `main:${ns}/configmaps/cm-0.yaml`], { encoding: 'utf8' });
+      if (!file.includes(`value: edit-${k}`)) throw new Error(`${ns}: the pushed file lacks edit-${k}:\n${file}`);
+      checked++;
+    }
+    log(`edits: ${edits} at ${EDITS_PER_SECOND}/s, PATCH → pushed commit p50 ${fmt(quantile(lat, 0.5), 0)} ms, p99 ${fmt(quantile(lat, 0.99), 0)} ms; ${checked} checked in git`);
+
+    const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, quick }, started });
+    run.samples('edit → pushed commit ms', lat);
+    run.row({ metric: 'first GitTarget create → all Ready', unit: 's', value: readyMs / 1000, digits: 1, notes: `creating the ${n} GitTargets (after their namespaces and ${objects} ConfigMaps each, 16 requests in flight) took ${fmt(createdMs / 1000, 1)} s of it` });
+    const big = n >= 10_000;
+    run.row({ metric: 'server CPU at rest', unit: '% of a core', value: cpuPct, digits: 2, ...(big ? { target: '≤ 2%', met: cpuPct <= 2 } : {}), notes: `${REST_AFTER_READY_MS / 1000} s after all Ready, over ${MEASURE_MS / 1000} s; redis-server ${fmt(redisPct, 2)}%` });
+    run.row({ metric: 'Redis commands at rest', unit: 'cmd/s', value: cmdRate, digits: 1, ...(big ? { target: '≤ 50/s', met: cmdRate <= 50 } : {}), notes: top });
+    run.row({ metric: 'file descriptors', unit: 'fds', value: fd, digits: 0, ...(big ? { target: '≤ 200', met: fd <= 200 } : {}) });
+    run.row({ metric: 'RSS at rest', unit: 'MiB', value: rss, digits: 0, ...(big ? { target: '≤ 1,536 MiB', met: rss <= 1536 } : {}), notes: `${heap}; ${fmt((rss - restBaseline) / n * 1024, 0)} KiB per tenant above a fresh server's ${fmt(restBaseline, 0)} MiB` });
+    const p99 = quantile(lat, 0.99);
+    run.row({ metric: `edit → pushed commit, p50 (${edits} edits at ${EDITS_PER_SECOND}/s)`, unit: 'ms', value: quantile(lat, 0.5), digits: 0 });
+    run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
+    run.write();
+  } finally {
+    stopping = true;
+    agent.destroy();
+    await child.stop();
+    redis.disconnect();
+  }
+}
+
+/**
+ * api.idle re-measured (bench/api/idle.ts, the same code): `n` suspended GitTargets put in Redis by
+ * a server without controllers, then a fresh server with its controllers on, at rest.
+ */
+async function benchSuspended(n: number, tmp: string, certDir: string, redisUrl: string, redisPid: number) {
+  const redis = new Redis(redisUrl);
+  await redis.flushall();
+  redis.disconnect();
+  const start = async (name: string, controllers: string) => {
+    const port = await freePort();
+    const args = serverArgs(port, join(tmp, name), certDir, redisUrl).filter((a) => a !== '--sandbox');
+    const child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...args, `--controllers=${controllers}`, '--max-streams-per-namespace=0'], /serving/, 60_000);
+    return { child, port };
+  };
+  const filler = await start('data-fill', 'none');
+  const t: Target = { host: '127.0.0.1', port: filler.port, tls: tls(certDir) };
+  const agent = agentFor(t, 16);
+  const t0 = performance.now();
+  await pool(n, 16, async (i) => {
+    const body = gitTarget(`bench`, 5);
+    const o = { ...body, metadata: { name: `gt-${String(i).padStart(5, '0')}`, namespace: 'bench' }, spec: { ...body.spec, repository: { url: `local:gt-${i}` }, suspend: true } };
+    const r = await request(t, agent, { method: 'POST', path: `${GV}/namespaces/bench/gittargets`, body: JSON.stringify(o) });
+    if (r.status !== 201) throw new Error(`create suspended GitTarget: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  });
+  log(`${n} suspended GitTargets created in ${fmt((performance.now() - t0) / 1000, 1)} s`);
+  agent.destroy();
+  await filler.child.stop();
+  // A first server with controllers reports every GitTarget Suspended (one lease and one status
+  // write each, once); the server measured after it is a restart over them, as in production.
+  const first = await start('data-first', 'all');
+  const ft: Target = { host: '127.0.0.1', port: first.port, tls: tls(certDir) };
+  const fagent = agentFor(ft, 1);
+  const t1 = performance.now();
+  for (;;) {
+    const r = await request(ft, fagent, { method: 'GET', path: `${GV}/gittargets` });
+    const items = (JSON.parse(r.body) as { items: any[] }).items;
+    if (items.filter((o) => o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.reason === 'Suspended')).length === n) break;
+    if (performance.now() - t1 > 15 * 60_000) throw new Error('the GitTargets were not all reported Suspended within 15 min');
+    await sleep(2000);
+  }
+  log(`a first server reported all ${n} Suspended in ${fmt((performance.now() - t1) / 1000, 1)} s`);
+  fagent.destroy();
+  await first.child.stop();
+  const run = beginRun({ bench: 'api', scenario: 'api.idle', title: 'idle server, controllers on', order: 7, params: { suspended: n, settleMs: 30_000, measureMs: 10_000, via: 'npm run bench -- scale --only=suspended' } });
+  await benchIdle({ run, redisUrl, redisPid, objectsKey: 'reverser:{c:_}:obj:configbutler.ai/gittargets', settleMs: 30_000, measureMs: 10_000, startServer: () => start('data-idle', 'all'), log });
+}
+
+async function main(): Promise<void> {
+  const tmp = tempDir('reverser-bench-scale-');
+  const onSignal = () => void cleanup([tmp]).then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const started = { at: Date.now(), machine: machineFacts() };
+    const redis = await startRedis(tmp);
+    const certDir = join(tmp, 'certs');
+    // A first start writes the dev PKI (not timed): every timed start finds it.
+    const port = await freePort();
+    const first = await startChild('reverser server', process.execPath, serverArgs(port, join(tmp, 'data-pki'), certDir, redis.url), /serving/, 60_000);
+    await first.stop();
+    if (only.has('startup')) await benchStartup(tmp, certDir, redis.url, started);
+    if (only.has('tenants')) for (const [k, n] of SIZES.entries()) await benchTenants(n, tmp, certDir, redis.url, 2 + k);
+    if (only.has('suspended')) await benchSuspended(Number(opt('suspended') ?? (quick ? 2_000 : 10_000)), tmp, certDir, redis.url, redis.child.pid);
+  } finally {
+    await cleanup([tmp]);
+  }
+}
+
+main().catch((e) => {
+  log(`scale bench failed: ${(e as Error).stack ?? e}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,63 @@
+// The tenants of the scale bench: one sandbox namespace per tenant, its ConfigMaps, and one
+// GitTarget mirroring them into its own `local:` repository. Created over HTTPS with a small pool
+// of keep-alive connections, as a platform's provisioning would; each answer is checked.
+import type https from 'node:https';
+import { request, type Target } from '../common/load.js';
+
+export const GV = '/apis/configbutler.ai/v1alpha1';
+
+export const tenantNs = (i: number) => `t${String(i).padStart(5, '0')}`;
+
+/** Runs `fn(i)` for i in [0, n) with `concurrency` in flight. */
+export async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) await fn(i);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+}
+
+async function must(t: Target, agent: https.Agent, method: string, path: string, body: unknown, expect: number[]): Promise<any> {
+  const r = await request(t, agent, { method, path, body: JSON.stringify(body) });
+  if (!expect.includes(r.status)) throw new Error(`${method} ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  return r.body ? JSON.parse(r.body) : undefined;
+}
+
+export function gitTarget(ns: string, idleSeconds: number) {
+  return {
+    apiVersion: 'configbutler.ai/v1alpha1',
+    kind: 'GitTarget',
+    metadata: { name: 'mirror', namespace: ns },
+    spec: {
+      repository: { url: `local:${ns}` },
+      branch: 'main',
+      path: '.',
+      resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: [ns] }],
+      commit: { idleSeconds, maxAgeSeconds: 600, mode: 'Auto' },
+    },
+  };
+}
+
+/** Namespace, `objects` ConfigMaps and the GitTarget of tenant `i`. */
+export async function createTenant(t: Target, agent: https.Agent, i: number, objects: number, idleSeconds: number): Promise<void> {
+  const ns = tenantNs(i);
+  await must(t, agent, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, [201]);
+  for (let k = 0; k < objects; k++) {
+    await must(t, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${k}`, namespace: ns }, data: { value: 'v0', tenant: ns } }, [201]);
+  }
+  await must(t, agent, 'POST', `${GV}/namespaces/${ns}/gittargets`, gitTarget(ns, idleSeconds), [201]);
+}
+
+/** How many GitTargets are Ready=True, and the list's resourceVersion. */
+export async function readyCount(t: Target, agent: https.Agent): Promise<{ ready: number; total: number; rv: string; sha: Map<string, string> }> {
+  const r = await request(t, agent, { method: 'GET', path: `${GV}/gittargets` });
+  if (r.status !== 200) throw new Error(`list GitTargets: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  const list = JSON.parse(r.body);
+  const sha = new Map<string, string>();
+  let ready = 0;
+  for (const o of list.items) {
+    if (o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ready++;
+    sha.set(o.metadata.namespace, o.status?.lastCommit?.sha ?? '');
+  }
+  return { ready, total: list.items.length, rv: list.metadata.resourceVersion, sha };
+}

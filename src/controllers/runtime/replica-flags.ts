@@ -1,0 +1,43 @@
+// Flags of how replicas share the GitTargets (runtime/leases.ts): the lease TTL and the heartbeat
+// interval. Parsed here so src/cli/options.ts only lists them; no imports, so parsing flags loads
+// nothing of the controllers.
+
+export interface ReplicaOptions {
+  /** A GitTarget lease's and a replica's membership TTL (ms). */
+  leaseTtlMs: number;
+  /** How often one heartbeat renews membership and every held lease (ms). */
+  heartbeatMs: number;
+}
+
+export const REPLICA_FLAGS = [
+  {
+    name: 'replica-lease-ttl',
+    description:
+      "How long a replica's GitTarget leases and its place among the live replicas last without a heartbeat (Go duration, 1s..5m). A replica that dies hands its GitTargets over within this TTL plus one heartbeat interval.",
+    default: '10s',
+  },
+  {
+    name: 'replica-heartbeat-interval',
+    description:
+      'How often a replica renews its membership and all the GitTarget leases it holds, in one store operation (Go duration; default a third of --replica-lease-ttl; at most half of it).',
+    default: '',
+  },
+];
+
+export class ReplicaFlagError extends Error {}
+
+export function parseReplicaFlags(values: Record<string, string | undefined>, parseDuration: (s: string) => number | undefined): ReplicaOptions {
+  const ttlText = values['replica-lease-ttl'] ?? '10s';
+  const leaseTtlMs = parseDuration(ttlText);
+  if (leaseTtlMs === undefined || leaseTtlMs < 1_000 || leaseTtlMs > 300_000) {
+    throw new ReplicaFlagError(`--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got ${JSON.stringify(ttlText)}`);
+  }
+  const hbText = values['replica-heartbeat-interval'] ?? '';
+  if (hbText === '') return { leaseTtlMs, heartbeatMs: Math.floor(leaseTtlMs / 3) };
+  const heartbeatMs = parseDuration(hbText);
+  // At most half the TTL: a lease must survive one late heartbeat.
+  if (heartbeatMs === undefined || heartbeatMs < 100 || heartbeatMs > leaseTtlMs / 2) {
+    throw new ReplicaFlagError(`--replica-heartbeat-interval: must be a duration between 100ms and half of --replica-lease-ttl (${leaseTtlMs / 2000}s), got ${JSON.stringify(hbText)}`);
+  }
+  return { leaseTtlMs, heartbeatMs };
+}

@@ -1,0 +1,99 @@
+// How replicas share GitTargets, below the processes: rendezvous hashing (runtime/shards.ts), the
+// heartbeat that renews every lease in one store call (runtime/leases.ts over the embedded store),
+// the rebalance when a member leaves, and the flags (runtime/replica-flags.ts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ownerOf } from '../../src/controllers/runtime/shards.js';
+import { LeaseKeeper } from '../../src/controllers/runtime/leases.js';
+import { parseReplicaFlags } from '../../src/controllers/runtime/replica-flags.js';
+import { parseDuration } from '../../src/auth/index.js';
+import { createStore } from '../../src/storage/index.js';
+import type { Store } from '../../src/storage/types.js';
+import { until } from '../support/deadline.js';
+
+const names = Array.from({ length: 3000 }, (_, i) => `gittarget/_/bulk/s-${i}/0000-${i}`);
+const shares = (members: string[]) => {
+  const m = new Map(members.map((x) => [x, 0]));
+  for (const n of names) m.set(ownerOf(n, members)!, m.get(ownerOf(n, members)!)! + 1);
+  return m;
+};
+
+test('rendezvous hashing: even shares; a join takes only for the newcomer, a leave moves only the leaver\'s', () => {
+  const three = shares(['a', 'b', 'c']);
+  for (const [m, n] of three) assert.ok(Math.abs(n - 1000) <= 100, `${m}: ${n} of 3000`);
+  const four = shares(['a', 'b', 'c', 'd']);
+  for (const [m, n] of four) assert.ok(Math.abs(n - 750) <= 75, `${m}: ${n} of 3000 over 4`);
+  let moved = 0;
+  for (const n of names) {
+    const before = ownerOf(n, ['a', 'b', 'c']);
+    const after = ownerOf(n, ['a', 'b', 'c', 'd']);
+    if (before !== after) {
+      moved++;
+      assert.equal(after, 'd', `${n} moved from ${before} to ${after}, not to the newcomer`);
+    }
+    // Member order does not matter: every replica computes the same owner.
+    assert.equal(ownerOf(n, ['c', 'a', 'b']), before);
+    const left = ownerOf(n, ['a', 'c']);
+    if (before !== 'b') assert.equal(left, before, `${n} moved although its owner ${before} stayed`);
+  }
+  assert.equal(moved, four.get('d'));
+  assert.equal(ownerOf('x', []), undefined);
+});
+
+/** The embedded store, counting the lease calls the keeper makes. */
+async function countingStore(): Promise<{ store: Store; calls: Record<string, number> }> {
+  const store = await createStore({ storage: 'embedded' });
+  const calls: Record<string, number> = { heartbeat: 0, renewLease: 0, acquireLease: 0 };
+  const wrapped: Store = Object.create(store);
+  for (const op of ['heartbeat', 'renewLease', 'acquireLease'] as const) {
+    (wrapped as any)[op] = (...a: unknown[]) => {
+      calls[op]!++;
+      return (store as any)[op](...a);
+    };
+  }
+  return { store: wrapped, calls };
+}
+
+test('leases: one heartbeat per interval renews every held lease; a replica asks only for its own; a leaver\'s share rebalances', { timeout: 20_000 }, async (t) => {
+  const { store, calls } = await countingStore();
+  t.after(() => store.close());
+  const a = new LeaseKeeper(store, { holder: 'a', ttlMs: 600, heartbeatMs: 100 });
+  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 600, heartbeatMs: 100 });
+  t.after(() => Promise.all([a.stop(), b.stop()]));
+  await a.start();
+  await b.start();
+  await until(() => a.members().length === 2, 'a to see b', 5_000, 10);
+  assert.deepEqual(b.members(), ['a', 'b']);
+  const mine = names.slice(0, 200).filter((n) => ownerOf(n, ['a', 'b']) === 'a');
+  const theirs = names.slice(0, 200).filter((n) => ownerOf(n, ['a', 'b']) === 'b');
+  for (const n of mine) assert.ok(await a.acquire(n), n);
+  for (const n of theirs) assert.equal(await a.acquire(n), undefined, `${n} is b's: a does not take it, free as it is`);
+  assert.equal(calls.acquireLease, mine.length);
+  // Ten TTLs later every lease is still a's: renewed by heartbeats alone, about one per 100 ms.
+  const before = calls.heartbeat;
+  await new Promise((r) => setTimeout(r, 1_000));
+  const beats = calls.heartbeat - before;
+  t.diagnostic(`${mine.length} leases, ${beats} heartbeat calls of both keepers in 1 s, ${calls.renewLease} renewLease calls`);
+  assert.equal(calls.renewLease, 0);
+  assert.ok(beats >= 6 && beats <= 24, `${beats} heartbeats of two keepers in 1 s at 100 ms`);
+  assert.equal(a.heldCount(), mine.length);
+  for (const n of mine) assert.equal(await a.holds(n)!.check(), true, n);
+
+  // a stops: its leases are released and it leaves; b's next heartbeat gives b every name.
+  const moved: string[] = [];
+  b.onRebalance((ownedBefore) => moved.push(...names.slice(0, 200).filter((n) => !ownedBefore(n) && b.owns(n))));
+  await a.stop();
+  await until(() => b.members().length === 1, 'b to see a leave', 2_000, 10);
+  assert.deepEqual(moved.sort(), [...mine].sort());
+  for (const n of mine) assert.ok(await b.acquire(n), `${n} free at once after a's graceful stop`);
+});
+
+test('replica flags: defaults, bounds and their messages', () => {
+  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000 });
+  assert.throws(() => parseReplicaFlags({ 'replica-lease-ttl': '500ms' }, parseDuration), { message: '--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got "500ms"' });
+  assert.throws(() => parseReplicaFlags({ 'replica-lease-ttl': 'ten' }, parseDuration), { message: '--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got "ten"' });
+  assert.throws(() => parseReplicaFlags({ 'replica-heartbeat-interval': '6s' }, parseDuration), {
+    message: '--replica-heartbeat-interval: must be a duration between 100ms and half of --replica-lease-ttl (5s), got "6s"',
+  });
+});
