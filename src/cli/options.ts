@@ -15,6 +15,7 @@ import { parseDuration } from '../auth/index.js';
 // The constants only: the listener (fastify) loads when serve starts it.
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
+import { DEFAULT_PERSON_TRAILERS, parsePersonTrailers } from '../registry/commit-message-policy.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 
 export class FlagError extends Error {}
@@ -53,6 +54,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
+  { name: 'person-trailers', description: `Comma-separated trailer keys that name a person, besides ${DEFAULT_PERSON_TRAILERS.join(', ')}: a CommitRequest message naming someone else in one needs assert-author.` },
   {
     name: 'git-max-response-bytes',
     description: 'Largest body of one HTTP response from a git remote; a remote sending more is stopped and its GitTarget shows RepositoryReady=False (RemoteResponseTooLarge).',
@@ -124,6 +126,8 @@ export interface ServeOptions {
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
+  /** Trailer keys that name a person in a CommitRequest message (registry/commit-message-policy.ts). */
+  personTrailers: string[];
   /** Limits on what a git remote may send (--git-max-response-bytes). */
   git: { maxResponseBytes: number };
   controllers: Set<ControllerName>;
@@ -297,6 +301,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     throw new FlagError('--committer-name: must be non-empty without "<", ">" or line breaks');
   }
   if (!/^[^\s@<>]+@[^\s@<>]+$/.test(committer.email)) throw new FlagError(`--committer-email: must be an email address, got ${JSON.stringify(committer.email)}`);
+  const personTrailers = parsePersonTrailers(values['person-trailers'], (m) => new FlagError(`--person-trailers: ${m}`));
   const securePort = int(values, 'secure-port', 1, 65535);
   const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
   const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
@@ -387,6 +392,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     connections,
     logLevel,
     committer,
+    personTrailers,
     git,
     controllers,
     attribution,

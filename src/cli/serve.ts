@@ -158,7 +158,7 @@ async function serveLocked(opts: ServeOptions, log: Logger, releaseLock: () => v
     version: versionInfo(),
     resources: servedResources({ configbutler: opts.mode === 'serve', sandbox: opts.sandbox }),
     strategies: {
-      commitrequests: commitRequestStrategy(authz.authorizer),
+      commitrequests: commitRequestStrategy(authz.authorizer, { personTrailers: opts.personTrailers }),
       gittargets: withGitTargetQuotas(gitTargetStrategy(authz.authorizer), store, opts.quotas),
       repositoryscans: repositoryScanStrategy(
         authz.authorizer,
