@@ -16,6 +16,7 @@ import { parseTrailers } from '../../src/api/commit-trailers.js';
 import { generatedMessage } from '../../src/controllers/windows/message.js';
 import type { Window } from '../../src/controllers/windows/record.js';
 import { StatusError } from '../../src/api/status.js';
+import { FlagError, parseServeFlags } from '../../src/cli/options.js';
 import { DEFAULT_CLUSTER } from '../../src/storage/types.js';
 import type { KubeObject } from '../../src/model/object.js';
 
@@ -103,6 +104,12 @@ test('--person-trailers: keys git can read, else an error naming the key', () =>
   assert.deepEqual(parsePersonTrailers(undefined), [...DEFAULT_PERSON_TRAILERS]);
   assert.deepEqual(parsePersonTrailers(' Paired-with ,,On-behalf-of'), [...DEFAULT_PERSON_TRAILERS, 'Paired-with', 'On-behalf-of']);
   assert.throws(() => parsePersonTrailers('Paired with'), /^Error: "Paired with" is not a trailer key git reads \(letters, digits and "-" only\)$/);
+  // Through the serve command's flag parsing.
+  const hosting = ['--kubeconfig', '/nonexistent/kubeconfig'];
+  assert.deepEqual(parseServeFlags([...hosting, '--person-trailers=Paired-with']).personTrailers, [...DEFAULT_PERSON_TRAILERS, 'Paired-with']);
+  assert.deepEqual(parseServeFlags(hosting).personTrailers, [...DEFAULT_PERSON_TRAILERS]);
+  assert.throws(() => parseServeFlags([...hosting, '--person-trailers=Co-authored-by:']), (e: Error) =>
+    e instanceof FlagError && e.message === '--person-trailers: "Co-authored-by:" is not a trailer key git reads (letters, digits and "-" only)');
 });
 
 test('messages are plain text: ESC, NUL, C1 and a lone CR are refused; CRLF becomes LF; tab is fine', () => {
