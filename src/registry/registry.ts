@@ -112,7 +112,7 @@ export class Registry {
 
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
   private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
-    const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
+    const { errors, warnings } = await inSlices(this.validator.validateWork(obj as Record<string, unknown>, mode));
     // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
     let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName, finalizers: false }));
     // Each step above is one slice; finalizers and list rules go a few milliseconds at a time.
