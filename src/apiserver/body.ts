@@ -7,7 +7,7 @@ import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
 import { decodeJSONInSlices, decodeYAMLInSlices, type Decoded } from './decode.js';
-import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
+import { applyJSONPatch, checkPatchedSizeInSlices, mergePatch } from './patch.js';
 import { strategicMergePatchWork } from './strategic-merge-patch.js';
 import { inSlices } from '../registry/apply/work.js';
 import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
@@ -96,12 +96,12 @@ export async function decodePatch(
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
+    return { apply: (current) => checkPatchedSizeInSlices(mergePatch(current, patch), limitBytes), warnings };
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
     // In slices: a patch of one long list takes long enough to delay everyone else otherwise.
-    return { apply: async (current) => checkPatchedSize(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
+    return { apply: async (current) => checkPatchedSizeInSlices(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {
