@@ -22,7 +22,7 @@ import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions,
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { send, sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
-import type { WriteObserver } from '../attribution/sandbox.js';
+import type { WriteObserver } from './write-observer.js';
 import { reviewOf, serveReview } from './reviews.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
 import { handleCreate, handleDelete, handleDeleteCollection, handlePatch, handleUpdate } from './handlers/write.js';

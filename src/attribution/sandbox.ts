@@ -9,7 +9,8 @@
 // colon is not allowed in spec.attribution.auditRoute (a DNS-1123 subdomain), so no GitTarget can
 // name another workspace's sandbox facts, and the audit webhook's routes never alias them.
 import { randomUUID } from 'node:crypto';
-import type { AuditFact, AuditUser, AttributionFacts, FactVerb } from './types.js';
+import type { AuditFact, AuditUser, AttributionFacts } from './types.js';
+import type { ObservedWrite, RequestUser, WriteObserver } from '../apiserver/write-observer.js';
 import { DISPLAY_NAME_EXTRA, EMAIL_EXTRA } from './decode.js';
 
 export const SANDBOX_ROUTE_PREFIX = 'sandbox:';
@@ -22,34 +23,6 @@ export function sandboxRoute(cluster: string): string {
 export function isSandboxRoute(route: string): boolean {
   return route.startsWith(SANDBOX_ROUTE_PREFIX);
 }
-
-/** The identity of a request as the handlers know it (auth/types.ts UserInfo). */
-export interface RequestUser {
-  username: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
-
-/** One successful, stored (not dry-run) write of the request path. */
-export interface ObservedWrite {
-  cluster: string;
-  verb: FactVerb;
-  group: string;
-  resource: string;
-  namespace: string;
-  /** The object as stored (create/update/patch) or as it was removed (delete); empty for deletecollection. */
-  object?: { metadata: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } };
-  /** deletecollection: the objects it removed. */
-  removed?: { metadata: { uid?: string } }[];
-  /** The effective user (the impersonated one when the request impersonated). */
-  user: RequestUser;
-  /** The authenticated user who impersonated, when the request impersonated. */
-  impersonator?: RequestUser;
-}
-
-/** Records facts for observed writes; see WriteFactRecorder. */
-export type WriteObserver = (w: ObservedWrite) => Promise<void>;
 
 /** The identity a fact keeps: as decode.ts keeps an audit event's (only the claim extras). */
 function factUser(u: RequestUser): AuditUser {
@@ -90,7 +63,7 @@ export function factOfWrite(w: ObservedWrite, now: Date = new Date()): AuditFact
   return fact;
 }
 
-/** The observer the server calls after a sandbox write: the fact goes to the shared fact store. */
+/** The write observer (src/apiserver/write-observer.ts) of sandbox writes: the fact goes to the shared fact store. */
 export function sandboxFactRecorder(facts: AttributionFacts): WriteObserver {
   return async (w) => {
     const f = factOfWrite(w);

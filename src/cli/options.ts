@@ -2,7 +2,6 @@
 // operators recognise them. Unknown or invalid flags fail with a message naming the flag.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { AUTH_FLAGS, AuthFlagError, parseAuthFlags, type AuthnOptions, type AuthzOptions } from '../auth/index.js';
 import { validateKeyPrefix, DEFAULT_KEY_PREFIX, DEFAULT_EVENT_LOG_RETENTION } from '../storage/index.js';
 import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
@@ -16,8 +15,11 @@ import { parseDuration } from '../auth/index.js';
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
+import type { AuditOptions, ServeMode, ServeOptions } from '../server/options.js';
+import { BOOLEAN_FLAGS, FlagError, bool, int, normalizeBooleanFlags, readRedisPassword } from './flag-values.js';
 
-export class FlagError extends Error {}
+export type { AuditOptions, ServeMode, ServeOptions } from '../server/options.js';
+export { BOOLEAN_FLAGS, FlagError } from './flag-values.js';
 
 interface Flag {
   name: string;
@@ -94,64 +96,6 @@ const SERVE_FLAGS: Flag[] = [
   },
 ];
 
-/** What a process serves: `serve` is the API server (optionally with the sandbox), `sandbox` the sandbox alone. */
-export type ServeMode = 'serve' | 'sandbox';
-
-export interface ServeOptions {
-  /** `sandbox`: the `reverser-apiserver sandbox` command (no configbutler.ai group, no controllers). */
-  mode: ServeMode;
-  /** Serve the sandbox's Kubernetes core (always true in the sandbox mode). */
-  sandbox: boolean;
-  securePort: number;
-  bindAddress: string;
-  dataDir: string;
-  certDir: string;
-  tlsCertFile?: string;
-  tlsKeyFile?: string;
-  storage: 'embedded' | 'redis';
-  redisUrl: string;
-  /** From --redis-password-file or REDIS_PASSWORD; never logged. */
-  redisPassword?: string;
-  redisKeyPrefix: string;
-  eventLogRetention: number;
-  kubeconfig?: string;
-  /** --kcp-server-url: where a logical cluster's workspace is (its default mirror source and kubeconfig Secrets). */
-  kcpServerURL?: string;
-  minRequestTimeoutSeconds: number;
-  maxRequestBytes: number;
-  /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
-  quotas: GitTargetQuotas;
-  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
-  logLevel: LogLevel;
-  committer: { name: string; email: string };
-  /** Limits on what a git remote may send (--git-max-response-bytes). */
-  git: { maxResponseBytes: number };
-  controllers: Set<ControllerName>;
-  /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
-  attribution: { graceMs: number; noFactsGraceMs: number };
-  /** How often GitTargets' recorded authority is re-verified (ms). */
-  authorityReverifyIntervalMs: number;
-  authn: AuthnOptions;
-  authz: AuthzOptions;
-  registration: RegistrationOptions;
-  /** The audit listener (enabled by --audit-client-ca-file) and the facts' lifetime. */
-  audit: AuditOptions;
-  /** Dev mode: no serving certificate and no client CA given, so both come from the generated dev CA. */
-  devPKI: boolean;
-  /** --allow-insecure-credentials, --allow-file-repositories, --egress-* (src/net/flags.ts). */
-  tenantInput: TenantInputOptions;
-}
-
-export interface AuditOptions {
-  /** Absent: no audit listener (facts posted to another replica are still read). */
-  clientCAFile?: string;
-  bindAddress: string;
-  /** 0: a free port, chosen at listen. */
-  port: number;
-  maxRequestBytes: number;
-  factTtlMs: number;
-}
-
 export function allServeFlags(): Flag[] {
   return [
     ...SERVE_FLAGS,
@@ -182,72 +126,6 @@ export function helpText(): string {
     lines.push(`      ${f.description}`);
   }
   return `${lines.join('\n')}\n`;
-}
-
-function int(values: Record<string, string | undefined>, name: string, min: number, max: number): number {
-  const v = values[name]!;
-  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new FlagError(`--${name}: must be an integer between ${min} and ${max}, got ${JSON.stringify(v)}`);
-  return Number(v);
-}
-
-/**
- * Boolean flags: like kube's (pflag), `--flag` alone means true, and `--flag=<v>` takes what Go's
- * strconv.ParseBool takes (1, t, T, TRUE, true, True; 0, f, F, FALSE, false, False).
- */
-export const BOOLEAN_FLAGS: ReadonlySet<string> = new Set([
-  'sandbox', 'register-apiservice', 'authentication-skip-lookup', 'authentication-tolerate-lookup-failure', 'rbac-bootstrap-roles',
-  'allow-insecure-credentials', 'allow-file-repositories',
-]);
-const PARSE_BOOL: Record<string, string> = Object.fromEntries([
-  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((v) => [v, 'true']),
-  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((v) => [v, 'false']),
-]);
-
-/** `--flag` → `--flag=true`, `--flag=T` → `--flag=true` for BOOLEAN_FLAGS; other arguments as given. */
-function normalizeBooleanFlags(argv: string[]): string[] {
-  return argv.map((a) => {
-    const m = /^--([^=]+)(?:=(.*))?$/s.exec(a);
-    if (!m || !BOOLEAN_FLAGS.has(m[1]!)) return a;
-    if (m[2] === undefined) return `--${m[1]}=true`;
-    const v = PARSE_BOOL[m[2]];
-    return v ? `--${m[1]}=${v}` : a;
-  });
-}
-
-function bool(name: string, v: string): boolean {
-  if (v === 'true') return true;
-  if (v === 'false') return false;
-  throw new FlagError(`--${name}: must be true or false, got ${JSON.stringify(v)}`);
-}
-
-/**
- * The Redis password from a file (--redis-password-file) or REDIS_PASSWORD, so it can come from a
- * Secret instead of the Deployment's args. Errors name the flag or variable, never the content.
- */
-function readRedisPassword(file: string | undefined, redisUrl: string): string | undefined {
-  let password: string | undefined;
-  let from: string;
-  if (file) {
-    from = '--redis-password-file';
-    try {
-      password = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
-    } catch (e) {
-      throw new FlagError(`--redis-password-file: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-    }
-  } else {
-    from = 'REDIS_PASSWORD';
-    password = process.env.REDIS_PASSWORD || undefined;
-  }
-  if (password === undefined) return undefined;
-  if (password === '' || /[\r\n]/.test(password)) throw new FlagError(`${from}: the password must be one non-empty line`);
-  let inUrl = false;
-  try {
-    inUrl = new URL(redisUrl).password !== '';
-  } catch {
-    // --redis-url is checked on its own
-  }
-  if (inUrl) throw new FlagError(`${from}: --redis-url carries a password too; give it in one place only`);
-  return password;
 }
 
 export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): ServeOptions {

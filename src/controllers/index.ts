@@ -7,7 +7,7 @@ import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
 import { createControllerMetrics } from './metrics.js';
-import { Informer, LeaseKeeper } from './runtime/index.js';
+import { Informer, LeaseKeeper, type Clock } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
 import type { KubeObject } from '../storage/types.js';
@@ -64,6 +64,11 @@ export interface ControllerDeps {
    * mirror does not gate on authority.
    */
   authority?: { authorizer: Authorizer; intervalMs: number };
+  /**
+   * The time commit windows open, close, requeue and back off by (default: the wall clock); tests
+   * pass test/support/clock.ts ManualClock. Leases keep the wall clock: their TTLs run in the Store.
+   */
+  clock?: Clock;
 }
 
 export interface RunningControllers {
@@ -100,7 +105,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
     // ~0.7 s of the first snapshot's time.
     const engine = await deps.engine();
     engine.warm?.();
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }

@@ -202,7 +202,8 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
   tolerant.close();
 
   fake.setConfigMap(data(rh1.certPem));
-  const built = await buildAuthentication(authnOpts(fake), { logger: quiet, configMapRetryMs: 50 });
+  const errors: string[] = [];
+  const built = await buildAuthentication(authnOpts(fake), { logger: { ...quiet, error: (m: string) => errors.push(m) }, configMapRetryMs: 50 });
   t.after(() => built.close());
   let changes = 0;
   built.onTLSCAsChange(() => changes++);
@@ -228,7 +229,10 @@ test('extension-apiserver-authentication: CAs and header names come from the Con
 
   // A broken update keeps the previous, working settings.
   fake.setConfigMap({ ...data(rh2.certPem), 'requestheader-client-ca-file': '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' });
-  await sleep(100);
+  // Awaited: the update was read and refused (where a 100 ms sleep hoped it had been read).
+  const refusedBy = Date.now() + 5_000;
+  while (!errors.some((m) => m.includes('keeping the previous settings')) && Date.now() < refusedBy) await sleep(10);
+  assert.match(errors.join('\n'), /^authentication: kube-system\/extension-apiserver-authentication is unusable, keeping the previous settings: /m);
   const r3 = await built.authenticator.authenticate(proxied(fp2.certPem));
   assert.equal(r3.kind === 'user' && r3.user.username, 'alice');
 });

@@ -15,6 +15,7 @@ import type { TargetKey } from '../../src/controllers/windows/types.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import type { AttributionConfig } from '../../src/attribution/join.js';
 import type { Registry as MetricsRegistry } from 'prom-client';
+import type { Clock } from '../../src/controllers/runtime/clock.js';
 
 export const GT = { group: 'configbutler.ai', resource: 'gittargets' };
 export const CR = { group: 'configbutler.ai', resource: 'commitrequests' };
@@ -65,6 +66,8 @@ export async function startHarness(
     /** Receives every log line (JSON) at level info and above, besides TEST_LOG. */
     logLines?: (line: string) => void;
     engine?: Partial<GitWorkerOptions>;
+    /** The controllers' clock (default: the wall clock); test/support/clock.ts ManualClock drives windows by hand. */
+    clock?: Clock;
   },
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
@@ -78,7 +81,7 @@ export async function startHarness(
       })
     : createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
-    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics },
+    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics, clock: opts.clock },
     parseControllers(opts.controllers ?? 'all'),
   );
   let stopped = false;

@@ -30,7 +30,7 @@ test('work queue: de-duplicates, one worker per key, re-runs a key added while r
   q.add('a'); // queued behind slow (one worker): three adds, one run
   q.add('a');
   q.add('a');
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor('slow to run', () => runs.includes('slow'), 2_000, 5);
   q.add('slow'); // while running: runs once more afterwards, not concurrently
   q.add('slow');
   release();

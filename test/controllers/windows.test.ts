@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneAndCheck, git } from '../git/git-cli.js';
+import { ManualClock } from '../support/clock.js';
 import { COMMITTER, GT, configMap, createGitSecret, createGitTarget, gitServer, startHarness, tempDir, waitFor } from './harness.js';
 
 const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
@@ -105,24 +106,33 @@ test('pending changes survive a restart of the process (embedded store on disk) 
 test('maxAgeSeconds closes a window that never goes quiet (Auto) and an OnRequest window nobody requested', { timeout: 60_000 }, async (t) => {
   const dir = tempDir(t, 'windows-maxage-');
   const remote = await gitServer(t);
-  const h = await startHarness(t, { dataDir: dir });
+  // The windows run on a ManualClock: the test moves time, so the max age is what closes the
+  // windows however slowly a loaded machine runs the commits.
+  const clock = new ManualClock(Date.now());
+  const lines: string[] = [];
+  const h = await startHarness(t, { dataDir: dir, clock, logLines: (l) => lines.push(l) });
   await createGitSecret(h.store, remote);
   // A valid spec (maxAgeSeconds ≥ idleSeconds): an invalid one made every status write fail (422),
   // and a failing reconcile now waits out its backoff instead of re-running at once.
   const auto = await createGitTarget(h.store, 'busy', remote.url('config'), { idleSeconds: 2, maxAgeSeconds: 2 });
   const onreq = await createGitTarget(h.store, 'quiet', remote.url('config'), { mode: 'OnRequest', maxAgeSeconds: 2 });
-  const opened = Date.now();
+  const opened = clock.now();
   await h.running.sink!.add(onreq.key, [configMap('q', { v: '1' }, 'team-b')]);
-  // A change every 500 ms: the 2 s idle timer never fires, the 2 s max age does.
+  // A change every 450 ms: the 2 s idle timer never fires, the 2 s max age does (between the 5th
+  // and the 6th change, so the 6th opens the next window whoever closes the first).
   for (let i = 0; i < 6; i++) {
+    if (i > 0) clock.advance(450);
     await h.running.sink!.add(auto.key, [configMap(`busy-${i}`, { v: '1' })]);
-    await new Promise((r) => setTimeout(r, 500));
   }
+  // The second window closes 2 s after it opened with the last change.
+  const last = opened + 5 * 450 + 2_000;
   const log = await waitFor('both windows committed', async () => {
+    if (clock.now() < last) clock.advance(Math.min(250, last - clock.now()));
     const l = await remoteLog(remote.authURL('config'));
     return l.length >= 3 ? l : undefined;
-  }, 20_000, 200);
-  assert.ok(Date.now() - opened < 8_000);
-  assert.ok(log.includes(`${BOT}|${BOT}|Update configmaps team-b/q`), log.join('\n'));
-  assert.equal(log.filter((l) => l.includes('objects in team-a/busy')).length, 2, log.join('\n'));
+  }, 30_000, 100);
+  assert.deepEqual(log.filter((l) => l.includes('team-b/q')), [`${BOT}|${BOT}|Update configmaps team-b/q`]);
+  assert.deepEqual(log.filter((l) => l.includes('team-a/busy')), [`${BOT}|${BOT}|Update configmaps team-a/busy-5`, `${BOT}|${BOT}|Update 5 objects in team-a/busy`]);
+  const closed = lines.map((l) => JSON.parse(l) as { msg: string; gitTarget?: string; reason?: string }).filter((l) => l.msg === 'window committed');
+  assert.deepEqual(closed.map((l) => `${l.gitTarget} ${l.reason}`).sort(), ['team-a/busy max-age', 'team-a/busy max-age', 'team-a/quiet max-age']);
 });

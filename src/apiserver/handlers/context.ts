@@ -5,7 +5,7 @@ import type { Registry, RequestContext } from '../../registry/registry.js';
 import type { RequestInfo } from '../request-info.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ServerMetrics } from '../../metrics/metrics.js';
-import type { WriteObserver } from '../../attribution/sandbox.js';
+import type { WriteObserver } from '../write-observer.js';
 
 export interface ServerState {
   /** Why storage is unhealthy (for /readyz), or undefined. Handlers reach objects only through registries. */

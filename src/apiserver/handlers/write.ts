@@ -11,7 +11,7 @@ import { partialObjectMetadata } from '../representation.js';
 import { listItems } from './list-items.js';
 import { parseListOptions } from '../list-options.js';
 import { type HandlerContext, requestContext } from './context.js';
-import type { FactVerb } from '../../attribution/types.js';
+import type { WriteVerb } from '../write-observer.js';
 
 function respondObject(h: HandlerContext, code: number, obj: KubeObject, warnings: string[] = []): Promise<void> {
   const { output, metaVersion } = negotiateAs(h.req.headers.accept, { table: false, partial: true, partialList: false });
@@ -24,7 +24,7 @@ function respondObject(h: HandlerContext, code: number, obj: KubeObject, warning
  * is already stored: a failure to record is logged (the change will be committed by the unresolved
  * author) and never turned into an error the client would retry.
  */
-async function observe(h: HandlerContext, verb: FactVerb, dryRun: boolean, object: KubeObject | undefined, removed?: KubeObject[]): Promise<void> {
+async function observe(h: HandlerContext, verb: WriteVerb, dryRun: boolean, object: KubeObject | undefined, removed?: KubeObject[]): Promise<void> {
   if (!h.observeWrite || dryRun || h.info.subresource) return;
   try {
     await h.observeWrite({

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
+import { realClock, type Clock, type ClockTimer } from './clock.js';
 
 export type LeaseStore = Pick<Store, 'acquireLease' | 'renewLease' | 'checkLease' | 'releaseLease'>;
 
@@ -21,6 +22,8 @@ export interface LeaseKeeperOptions {
   holder?: string;
   ttlMs?: number;
   log?: Logger;
+  /** The renewal timer (default: the wall clock). */
+  clock?: Clock;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -37,7 +40,7 @@ export class LeaseKeeper {
   /** Who in this process needs each held lease (e.g. the mirror and the windows controller); released when nobody does. */
   private readonly claims = new Map<string, Set<string>>();
   private readonly lostListeners: Array<(name: string) => void> = [];
-  private timer: NodeJS.Timeout;
+  private timer: ClockTimer;
   private stopped = false;
 
   constructor(
@@ -46,8 +49,7 @@ export class LeaseKeeper {
   ) {
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.ttlMs = opts.ttlMs ?? DEFAULT_LEASE_TTL_MS;
-    this.timer = setInterval(() => void this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
-    this.timer.unref?.();
+    this.timer = (opts.clock ?? realClock).setInterval(() => void this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)));
   }
 
   /**
@@ -105,7 +107,7 @@ export class LeaseKeeper {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.timer.cancel();
     this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
   }

@@ -6,6 +6,7 @@
 // and only reset() (a user's spec change, a deletion) ends it early. Failures are logged once per
 // state change (a new error, then the recovery), not once per attempt.
 import type { Logger } from '../../metrics/logger.js';
+import { realClock, type Clock, type ClockTimer } from './clock.js';
 
 export interface QueueResult {
   /** Process the key again after this long (a timer the controller needs, e.g. an idle window). */
@@ -22,6 +23,8 @@ export interface WorkQueueOptions {
   /** A key waiting out a failure's backoff is not processed earlier by add(); only reset() ends the wait. */
   holdBackoff?: boolean;
   log?: Logger;
+  /** Requeue and backoff timers (default: the wall clock). */
+  clock?: Clock;
 }
 
 export class WorkQueue {
@@ -29,7 +32,7 @@ export class WorkQueue {
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout; backoff?: boolean }>();
+  private readonly timers = new Map<string, { at: number; timer: ClockTimer; backoff?: boolean }>();
   private readonly failures = new Map<string, number>();
   /** The error last logged per failing key: a failure is logged when it differs. */
   private readonly lastError = new Map<string, string>();
@@ -38,18 +41,21 @@ export class WorkQueue {
   private running = 0;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly clock: Clock;
 
   constructor(
     private readonly process: (key: string) => Promise<QueueResult | void>,
     private readonly opts: WorkQueueOptions,
-  ) {}
+  ) {
+    this.clock = opts.clock ?? realClock;
+  }
 
   add(key: string): void {
     if (this.stopped) return;
     const t = this.timers.get(key);
     if (t?.backoff && this.opts.holdBackoff) return;
     if (t) {
-      clearTimeout(t.timer);
+      t.timer.cancel();
       this.timers.delete(key);
     }
     if (this.active.has(key)) {
@@ -73,7 +79,7 @@ export class WorkQueue {
     this.failures.delete(key);
     const t = this.timers.get(key);
     if (t) {
-      clearTimeout(t.timer);
+      t.timer.cancel();
       this.timers.delete(key);
     }
     if (this.active.has(key)) this.resetWhileActive.add(key);
@@ -83,16 +89,15 @@ export class WorkQueue {
   private schedule(key: string, ms: number, backoff: boolean): void {
     if (this.stopped) return;
     if (ms <= 0 && !backoff) return this.add(key);
-    const at = Date.now() + ms;
+    const at = this.clock.now() + ms;
     const cur = this.timers.get(key);
     // A held backoff is not shortened by a requeue timer.
     if (cur && (cur.at <= at || (cur.backoff && this.opts.holdBackoff))) return;
-    if (cur) clearTimeout(cur.timer);
-    const timer = setTimeout(() => {
+    if (cur) cur.timer.cancel();
+    const timer = this.clock.setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, ms);
-    timer.unref?.();
     this.timers.set(key, { at, timer, backoff });
   }
 
@@ -108,7 +113,7 @@ export class WorkQueue {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers.values()) clearTimeout(t.timer);
+    for (const t of this.timers.values()) t.timer.cancel();
     this.timers.clear();
     this.lastError.clear();
     this.ready.length = 0;

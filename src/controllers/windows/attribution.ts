@@ -85,6 +85,8 @@ export class AuditConditionWriter {
     private readonly records: WindowRecords,
     private readonly cfg: AttributionConfig | undefined,
     private readonly log: Logger,
+    /** The windows controller's clock (runtime/clock.ts). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** Returns when to evaluate again (ms since epoch), or undefined. */
@@ -102,7 +104,7 @@ export class AuditConditionWriter {
       }
       return undefined;
     }
-    const now = Date.now();
+    const now = this.now();
     const { condition, recheckAt } = auditCondition(this.cfg, route, await this.records.get(target), now);
     const transition = !current || current.status !== condition.status || current.reason !== condition.reason;
     const last = this.writtenAt.get(key) ?? 0;

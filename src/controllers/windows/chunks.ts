@@ -64,7 +64,11 @@ async function dedupe(changes: PendingChange[]): Promise<KeyedChange[]> {
 }
 
 export class WindowChunks {
-  constructor(private readonly store: Pick<Store, 'get' | 'list' | 'create' | 'update' | 'delete'>) {}
+  constructor(
+    private readonly store: Pick<Store, 'get' | 'list' | 'create' | 'update' | 'delete'>,
+    /** The windows controller's clock (runtime/clock.ts): writtenAt and the sweep's age compare on it. */
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Writes a snapshot's chunks, one store call per chunk; resolves once all are durable. */
   async write(t: TargetKey, snapshotId: string, changes: PendingChange[]): Promise<{ chunks: number; changes: number }> {
@@ -80,7 +84,7 @@ export class WindowChunks {
         snapshotId,
         index,
         total,
-        writtenAt: Date.now(),
+        writtenAt: this.now(),
         changes: keyed.slice(index * CHUNK_SIZE, (index + 1) * CHUNK_SIZE),
       };
       await this.put(key, obj);
@@ -136,7 +140,7 @@ export class WindowChunks {
    * is gone (`windows` undefined), else those older than ORPHAN_AGE_MS (a crash between a chunk
    * write and the record's CAS, or between an outcome and the chunks' deletion). Returns how many.
    */
-  async sweep(t: TargetKey, windows: Window[] | undefined, now = Date.now()): Promise<number> {
+  async sweep(t: TargetKey, windows: Window[] | undefined, now = this.now()): Promise<number> {
     const { items } = await this.store.list(CHUNKS_RESOURCE, { cluster: t.cluster, namespace: t.namespace });
     const live = new Set((windows ?? []).filter((w) => w.chunks && w.snapshotId !== undefined).map((w) => chunkPrefix(t, w.snapshotId!)));
     let n = 0;

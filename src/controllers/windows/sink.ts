@@ -29,7 +29,7 @@ export class StoreWindowSink implements WindowSink {
     /** Called with the join tier of every change that joined a window at add time. */
     private readonly onJoined?: (tiers: JoinTier[]) => void,
   ) {
-    this.chunks = new WindowChunks(records.store);
+    this.chunks = new WindowChunks(records.store, now);
   }
 
   async add(target: TargetKey, changes: PendingChange[]): Promise<void> {

@@ -5,6 +5,7 @@
 import type { KubeObject } from '../../storage/types.js';
 import { readyCondition } from '../mirror/status.js';
 import { setCondition, type Condition } from '../status.js';
+import { realClock, type Clock, type ClockTimer } from '../runtime/clock.js';
 
 export interface TargetStatus {
   pending?: number;
@@ -53,34 +54,34 @@ function refreshReady(status: Record<string, unknown>): void {
  * however often the key is noted meanwhile (status.pendingChanges during an edit storm).
  */
 export class CoalescedWrites {
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, ClockTimer>();
   private readonly lastAt = new Map<string, number>();
 
   constructor(
     private readonly intervalMs: number,
     private readonly write: (key: string) => Promise<void>,
+    private readonly clock: Clock = realClock,
   ) {}
 
   note(key: string): void {
     if (this.timers.has(key)) return;
-    const wait = Math.max(0, (this.lastAt.get(key) ?? 0) + this.intervalMs - Date.now());
-    const timer = setTimeout(() => {
+    const wait = Math.max(0, (this.lastAt.get(key) ?? 0) + this.intervalMs - this.clock.now());
+    const timer = this.clock.setTimeout(() => {
       this.timers.delete(key);
-      this.lastAt.set(key, Date.now());
+      this.lastAt.set(key, this.clock.now());
       void this.write(key);
     }, wait);
-    timer.unref?.();
     this.timers.set(key, timer);
   }
 
   forget(key: string): void {
-    clearTimeout(this.timers.get(key));
+    this.timers.get(key)?.cancel();
     this.timers.delete(key);
     this.lastAt.delete(key);
   }
 
   stop(): void {
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
   }
 }
