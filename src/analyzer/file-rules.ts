@@ -3,6 +3,7 @@
 // (src/git/folder-index.ts) runs exactly these rules on every file it reads, and the analyzer's
 // scans (src/analyzer/scan.ts) run them on whole repositories.
 import { isAlias, isMap, isScalar, parseAllDocuments, visit, Scalar, type Document } from 'yaml';
+import { readPlainManifest, type DocumentOutcome } from './plain-yaml.js';
 import type { Finding, ObjectIdentity } from './types.js';
 
 export const MANIFEST_FILE = /\.ya?ml$/i;
@@ -92,52 +93,20 @@ function templatedOutsideScalars(text: string, quoted: Array<[number, number]>):
   return false;
 }
 
-/**
- * The rules for one manifest file (`path` matters only for its name: Chart.yaml). A file that does not parse holds no objects (the writer never
- * edits it); its finding says whether it looks like a template or is simply broken.
- */
-export function analyzeManifest(path: string, text: string): FileAnalysis {
+/** Not a template, not a Helm chart: documents the writer could hold, judged as objects. */
+function judgeDocuments(docs: readonly DocumentOutcome[], aliases: boolean): FileAnalysis {
   const findings: FileAnalysis['findings'] = [];
-  if (baseName(path) === 'Chart.yaml') {
-    findings.push({ reason: 'Templated', message: 'makes its folder a Helm chart: its manifests are rendered by helm, not objects', permanent: true });
-    return { objects: [], findings };
-  }
-  const docs = parseAllDocuments(text, { prettyErrors: false, logLevel: 'error' });
-  const list = Array.isArray(docs) ? docs : [];
-  const broken = list.find((d) => d.errors.length > 0);
-  if (broken) {
-    if (TEMPLATE.test(text)) findings.push({ reason: 'Templated', message: 'holds template expressions ({{ ... }}) and does not parse as YAML', permanent: true });
-    else findings.push({ reason: 'InvalidYAML', message: `does not parse as YAML: ${broken.errors[0].message.split('\n')[0]}`, permanent: true });
-    return { objects: [], findings };
-  }
   const objects: ObjectIdentity[] = [];
-  const quoted: Array<[number, number]> = [];
-  let aliases = false;
-  const notObjects: number[] = [];
-  for (const d of list) aliases = aliasesIn(d, quoted) || aliases;
-  const templated = templatedOutsideScalars(text, quoted);
-  list.forEach((d, i) => {
-    if (templated) return; // a template holds no objects the writer could edit
-    if (d.contents === null || (isScalar(d.contents) && d.contents.value === null)) return; // an empty document
-    let js: unknown;
-    try {
-      js = isMap(d.contents) && !isAlias(d.contents) ? d.toJS() : undefined;
-    } catch {
-      js = undefined; // an alias bomb or a cycle: no object the writer could hold
+  docs.forEach((d, i) => {
+    if (d === 'empty') return;
+    if (d !== 'notAnObject') {
+      objects.push(d);
+      return;
     }
-    const id = identityOf(js);
-    if (id) objects.push(id);
-    else notObjects.push(i);
+    const which = docs.length > 1 ? `document ${i + 1} is` : 'is';
+    findings.push({ reason: 'NotAnObject', message: `${which} not a Kubernetes object: it needs apiVersion, kind and metadata.name`, permanent: true });
   });
-  // A template's documents are not judged as objects: the template is the finding.
-  if (!templated) {
-    for (const i of notObjects) {
-      const which = list.length > 1 ? `document ${i + 1} is` : 'is';
-      findings.push({ reason: 'NotAnObject', message: `${which} not a Kubernetes object: it needs apiVersion, kind and metadata.name`, permanent: true });
-    }
-  }
-  if (templated) findings.push({ reason: 'Templated', message: 'holds template expressions ({{ ... }}) outside quoted values: an input to a renderer, not objects', permanent: true });
-  if (aliases) findings.push({ reason: 'AnchorsOrAliases', message: 'uses YAML anchors, aliases or merge keys (<<): rewriting it would expand them', permanent: true });
+  if (aliases) findings.push(ALIASES);
   const owners = new Set(objects.map((o) => `${o.namespace ?? ''}|${groupOf(o.apiVersion)}|${o.kind}`));
   if (owners.size > 1) {
     const list = [...owners].map((o) => {
@@ -147,4 +116,57 @@ export function analyzeManifest(path: string, text: string): FileAnalysis {
     findings.push({ reason: 'MultiOwnerFile', message: `mixes objects of several owners (${list.join(', ')}): keep one kind and namespace per file`, permanent: true });
   }
   return { objects, findings };
+}
+
+const ALIASES: FileFinding = { reason: 'AnchorsOrAliases', message: 'uses YAML anchors, aliases or merge keys (<<): rewriting it would expand them', permanent: true };
+
+/**
+ * The rules for one manifest file (`path` matters only for its name: Chart.yaml). A file that does
+ * not parse holds no objects (the writer never edits it); its finding says whether it looks like a
+ * template or is simply broken. Most manifests are read by the plain reader (plain-yaml.ts); it
+ * answers only when it is certain, and the full `yaml` parser reads the rest.
+ */
+export function analyzeManifest(path: string, text: string): FileAnalysis {
+  if (baseName(path) === 'Chart.yaml') return chartFile();
+  const plain = readPlainManifest(text);
+  return plain ? judgeDocuments(plain, false) : analyzeParsed(text);
+}
+
+/** The same rules through the full `yaml` parser only (exported for the differential test). */
+export function analyzeManifestFully(path: string, text: string): FileAnalysis {
+  return baseName(path) === 'Chart.yaml' ? chartFile() : analyzeParsed(text);
+}
+
+function chartFile(): FileAnalysis {
+  return { objects: [], findings: [{ reason: 'Templated', message: 'makes its folder a Helm chart: its manifests are rendered by helm, not objects', permanent: true }] };
+}
+
+function analyzeParsed(text: string): FileAnalysis {
+  const docs = parseAllDocuments(text, { prettyErrors: false, logLevel: 'error' });
+  const list = Array.isArray(docs) ? docs : [];
+  const broken = list.find((d) => d.errors.length > 0);
+  if (broken) {
+    if (TEMPLATE.test(text)) return { objects: [], findings: [{ reason: 'Templated', message: 'holds template expressions ({{ ... }}) and does not parse as YAML', permanent: true }] };
+    return { objects: [], findings: [{ reason: 'InvalidYAML', message: `does not parse as YAML: ${broken.errors[0].message.split('\n')[0]}`, permanent: true }] };
+  }
+  const quoted: Array<[number, number]> = [];
+  let aliases = false;
+  for (const d of list) aliases = aliasesIn(d, quoted) || aliases;
+  if (templatedOutsideScalars(text, quoted)) {
+    // A template holds no objects the writer could edit, and its documents are not judged as objects: the template is the finding.
+    const findings: FileFinding[] = [{ reason: 'Templated', message: 'holds template expressions ({{ ... }}) outside quoted values: an input to a renderer, not objects', permanent: true }];
+    if (aliases) findings.push(ALIASES);
+    return { objects: [], findings };
+  }
+  const outcomes: DocumentOutcome[] = list.map((d) => {
+    if (d.contents === null || (isScalar(d.contents) && d.contents.value === null)) return 'empty';
+    let js: unknown;
+    try {
+      js = isMap(d.contents) && !isAlias(d.contents) ? d.toJS() : undefined;
+    } catch {
+      js = undefined; // an alias bomb or a cycle: no object the writer could hold
+    }
+    return identityOf(js) ?? 'notAnObject';
+  });
+  return judgeDocuments(outcomes, aliases);
 }

@@ -39,33 +39,50 @@ const NAMESPACE_SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
  * The namespace a file's place implies for object `o`, when the file sits exactly where the
  * writer would put `o` but for the namespace segment (`{folder}/{namespace}/{group?}/{resource}/
  * {name}.yaml`, src/git/paths.ts), or in `_cluster`; undefined otherwise. '' is the cluster scope.
+ * `folder` is normalized (normalizeFolder). Runs for every object and every folder of a scan, so
+ * it counts segments instead of splitting the path.
  */
 function layoutNamespace(file: string, folder: string, o: ObjectIdentity): string | undefined {
-  const f = normalizeFolder(folder);
-  const rel = (f ? file.slice(f.length + 1) : file).split('/');
-  if (rel[0] === '_cluster') return '';
-  if (!/\.ya?ml$/.test(rel[rel.length - 1]) || rel[rel.length - 1].replace(/\.ya?ml$/, '') !== o.name) return undefined;
+  const start = folder ? folder.length + 1 : 0;
+  const first = file.indexOf('/', start);
+  const headEnd = first < 0 ? file.length : first;
+  if (headEnd - start === 8 && file.startsWith('_cluster', start)) return '';
+  const ext = file.endsWith('.yaml') ? 5 : file.endsWith('.yml') ? 4 : 0;
+  const nameStart = file.lastIndexOf('/') + 1;
+  if (ext === 0 || file.length - ext - nameStart !== o.name.length || !file.startsWith(o.name, nameStart)) return undefined;
+  let segments = 1;
+  for (let i = first; i >= 0; i = file.indexOf('/', i + 1)) segments++;
   const slash = o.apiVersion.indexOf('/');
-  const group = slash < 0 ? '' : o.apiVersion.slice(0, slash);
-  const placed = group === '' ? rel.length === 3 : rel.length === 4 && rel[1] === group;
-  return placed && NAMESPACE_SEGMENT.test(rel[0]) ? rel[0] : undefined;
+  const placed = slash < 0 ? segments === 3 : segments === 4 && file.substring(first + 1, file.indexOf('/', first + 1)) === o.apiVersion.substring(0, slash);
+  if (!placed) return undefined;
+  const head = file.slice(start, headEnd);
+  return NAMESPACE_SEGMENT.test(head) ? head : undefined;
 }
 
 export interface AnalyzedFile {
   path: string;
   analysis: FileAnalysis;
+  /** Identity keys of the analysis's objects, filled by judgeFolder (a repository scan judges a file once per folder above it). */
+  keys?: string[];
 }
 
 /** A file's own findings plus what its place in the layout says about the namespaces it holds. */
 export function fileFindings(path: string, folder: string, analysis: FileAnalysis): Finding[] {
-  const out: Finding[] = analysis.findings.map((f) => ({ ...f, file: path }));
+  const out: Finding[] = [];
+  addFileFindings(path, normalizeFolder(folder), analysis, out);
+  return out;
+}
+
+/** fileFindings for a normalized folder, added to `out` (judgeFolder calls it for every file of every folder). */
+function addFileFindings(path: string, folder: string, analysis: FileAnalysis, out: Finding[]): void {
+  for (const f of analysis.findings) out.push({ ...f, file: path });
   for (const o of analysis.objects) {
+    if (o.namespace === undefined) continue;
     const implied = layoutNamespace(path, folder, o);
-    if (implied === undefined || o.namespace === undefined || o.namespace === implied) continue;
+    if (implied === undefined || o.namespace === implied) continue;
     const place = implied === '' ? 'the cluster-scoped folder _cluster' : `namespace folder ${implied}`;
     out.push({ reason: 'NamespaceMismatch', message: `is in the ${place} but holds ${o.kind} ${o.name} of namespace ${o.namespace}`, file: path, permanent: true });
   }
-  return out;
 }
 
 /** The finding for `path` holding an object `first` already holds (the first in path order keeps it). */
@@ -83,6 +100,11 @@ export function withinFileDuplicates(keys: readonly string[]): string[] {
   return [...twice];
 }
 
+function holdsNamespaced(analysis: FileAnalysis): boolean {
+  for (const o of analysis.objects) if (o.namespace !== undefined) return true;
+  return false;
+}
+
 /** The finding for a folder that overlaps another GitTarget's claim. */
 export function pathConflictFinding(folder: string, claim: FolderClaim): Finding {
   return { reason: 'PathConflict', message: `folder ${displayFolder(folder)} overlaps folder ${displayFolder(claim.path)} of ${claim.description} on the same repository and branch`, permanent: false };
@@ -96,12 +118,15 @@ export function pathConflictFinding(folder: string, claim: FolderClaim): Finding
 export function judgeFolder(folder: string, files: readonly AnalyzedFile[], others: readonly Finding[] = [], claims: readonly FolderClaim[] = []): FolderVerdict {
   const findings: Finding[] = [...others];
   const firstHolder = new Map<string, string>();
-  for (const { path, analysis } of files) {
-    findings.push(...fileFindings(path, folder, analysis));
-    const keys = analysis.objects.map(identityKey);
-    for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
-    for (const [i, key] of keys.entries()) {
-      if (keys.indexOf(key) !== i) continue;
+  const normalized = normalizeFolder(folder);
+  for (const file of files) {
+    const { path, analysis } = file;
+    if (analysis.findings.length > 0 || holdsNamespaced(analysis)) addFileFindings(path, normalized, analysis, findings);
+    const keys = (file.keys ??= analysis.objects.map(identityKey));
+    if (keys.length > 1) for (const k of withinFileDuplicates(keys)) findings.push(duplicateFinding(path, analysis.objects[keys.indexOf(k)], path));
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (i > 0 && keys.indexOf(key) !== i) continue;
       const holder = firstHolder.get(key);
       if (holder === undefined) firstHolder.set(key, path);
       else findings.push(duplicateFinding(path, analysis.objects[i], holder));

@@ -2,7 +2,7 @@
 // builds the one JSON document all three faces answer with (src/analyzer/types.ts). Where the
 // files come from is the caller's business (src/git/scan-source.ts reads commits and directories).
 import { analyzeManifest, needsReading, nonYamlFinding, type FileAnalysis } from './file-rules.js';
-import { displayFolder, inFolder, judgeFolder, normalizeFolder, type AnalyzedFile } from './folder-rules.js';
+import { displayFolder, judgeFolder, normalizeFolder, type AnalyzedFile } from './folder-rules.js';
 import { SCHEMA_VERSION, type Finding, type FolderClaim, type FolderVerdict, type ScanReport } from './types.js';
 
 export interface TreeFile {
@@ -16,6 +16,11 @@ export interface FileTree {
   /** Every regular file of the tree under `folder` ('' = all), in path order. */
   files(folder: string): Promise<TreeFile[]>;
   read(file: TreeFile): Promise<Buffer>;
+  /**
+   * Reads many files in whatever order is cheapest for the source (a repository's pack order) and
+   * hands each to `each` with its index in `files`. Optional: without it, `read` is called per file.
+   */
+  readEach?(files: readonly TreeFile[], each: (index: number, content: Buffer) => void): Promise<void>;
 }
 
 export interface ScanOptions {
@@ -39,30 +44,35 @@ const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? 
 /** Candidate folders of a repository scan: `root` and every folder under it that holds a file. */
 function candidateFolders(root: string, files: readonly TreeFile[]): string[] {
   const out = new Set<string>([root]);
+  const prefix = root + '/';
+  let lastDir: string | undefined;
   for (const f of files) {
-    const parts = f.path.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      if (inFolder(dir + '/x', root) && dir.length > root.length) out.add(dir);
+    // Every folder strictly inside root on the file's path; sorted files share them, so a file in
+    // the folder just seen adds nothing new.
+    const end = f.path.lastIndexOf('/');
+    if (end < 0 || (lastDir !== undefined && end === lastDir.length && f.path.startsWith(lastDir))) continue;
+    lastDir = f.path.slice(0, end);
+    for (let i = f.path.indexOf('/'); i >= 0 && i <= end; i = f.path.indexOf('/', i + 1)) {
+      if (i > root.length && (root === '' || f.path.startsWith(prefix))) out.add(f.path.slice(0, i));
     }
   }
   return [...out].sort();
 }
 
-/** The entries of a path-sorted array that lie inside `folder` (a contiguous range). */
+/** The entries of a path-sorted array that lie inside `folder`: one contiguous range, [folder/, folder0) ('0' follows '/'). */
 function within<T>(sorted: readonly T[], folder: string, pathOf: (t: T) => string = (t) => (t as { path: string }).path): T[] {
   if (folder === '') return sorted.slice();
-  const prefix = folder + '/';
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (pathOf(sorted[mid]) < prefix) lo = mid + 1;
-    else hi = mid;
-  }
-  let end = lo;
-  while (end < sorted.length && pathOf(sorted[end]).startsWith(prefix)) end++;
-  return sorted.slice(lo, end);
+  const lowerBound = (key: string) => {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pathOf(sorted[mid]) < key) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return sorted.slice(lowerBound(folder + '/'), lowerBound(folder + '0'));
 }
 
 export async function scanTree(tree: FileTree, opts: ScanOptions): Promise<ScanReport> {
@@ -70,7 +80,8 @@ export async function scanTree(tree: FileTree, opts: ScanOptions): Promise<ScanR
   const files = (await tree.files(root)).sort(byPath);
   const manifests = files.filter((f) => needsReading(f.path));
   const analyses: FileAnalysis[] = new Array(manifests.length);
-  for (let i = 0; i < manifests.length; i += READ_CONCURRENCY) {
+  if (tree.readEach) await tree.readEach(manifests, (i, content) => (analyses[i] = analyzeManifest(manifests[i].path, content.toString('utf8'))));
+  else for (let i = 0; i < manifests.length; i += READ_CONCURRENCY) {
     await Promise.all(
       manifests.slice(i, i + READ_CONCURRENCY).map(async (f, j) => {
         analyses[i + j] = analyzeManifest(f.path, (await tree.read(f)).toString('utf8'));

@@ -11,6 +11,8 @@ import { hashObject, parseTree, serializeTree, writeObjects, type ObjectType, ty
 export const gitFs = new FileSystem(nodeFs) as unknown as typeof nodeFs;
 const fs = gitFs;
 
+/** How long readBlobs runs before it lets other work in. */
+const SLICE_MS = 10;
 const TREE_CACHE_ENTRIES = 400_000; // total tree entries kept parsed (~100 bytes each)
 
 export class ObjectStore {
@@ -59,6 +61,32 @@ export class ObjectStore {
     const staged = this.pending.get(oid);
     if (staged) return staged.content;
     return this.readRaw(oid, 'blob');
+  }
+
+  /**
+   * Reads many blobs, packed ones in pack order (pack-reader.ts inPackOrder), and hands each to
+   * `each` with its index in `oids`, in that order rather than the caller's; yields the event loop
+   * every few milliseconds.
+   */
+  async readBlobs(oids: readonly string[], each: (index: number, content: Buffer) => void): Promise<void> {
+    let slice = performance.now();
+    let n = 0;
+    const unstaged: number[] = [];
+    for (let i = 0; i < oids.length; i++) {
+      const staged = this.pending.get(oids[i]);
+      if (staged) each(i, staged.content);
+      else unstaged.push(i);
+    }
+    for (const [j, packed] of this.packs.inPackOrder(unstaged.map((i) => oids[i]))) {
+      const i = unstaged[j];
+      if (!packed) each(i, await this.readRaw(oids[i], 'blob'));
+      else if (packed.type !== 'blob') throw new Error(`object ${oids[i]} is a ${packed.type}, expected a blob`);
+      else each(i, packed.object);
+      if ((++n & 127) === 0 && performance.now() - slice > SLICE_MS) {
+        await new Promise((r) => setImmediate(r));
+        slice = performance.now();
+      }
+    }
   }
 
   private async readRaw(oid: string, expected: ObjectType): Promise<Buffer> {

@@ -40,6 +40,13 @@ export class CommitTree implements FileTree {
   read(file: TreeFile): Promise<Buffer> {
     return this.store.readBlob(file.id);
   }
+
+  readEach(files: readonly TreeFile[], each: (index: number, content: Buffer) => void): Promise<void> {
+    return this.store.readBlobs(
+      files.map((f) => f.id),
+      each,
+    );
+  }
 }
 
 /** The files of a directory on disk (a checkout's working tree; .git is skipped, symlinks are not followed). */

@@ -32,6 +32,8 @@ export interface Reverser {
   /** Parsed log lines whose msg contains `text`. */
   logLines(text: string): Array<{ level: string; msg: string }>;
   alive(): boolean;
+  /** The process id (its /proc entries: descriptors). */
+  pid: number;
   /** GET straight at our server (not through kube-apiserver). */
   get(path: string, headers?: Record<string, string>): Promise<{ status: number; text: string }>;
   stop(): Promise<void>;
@@ -209,6 +211,7 @@ async function launch(c: { port: number; dataDir: string; caPem: string; refresh
     logs: () => stderr,
     logLines: (text) => stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter((l) => String(l.msg).includes(text)),
     alive: () => !exited,
+    pid: child.pid!,
     get,
     stop: () => end('SIGTERM'),
     kill: () => end('SIGKILL'),

@@ -38,14 +38,26 @@ for (const refDeltas of [false, true]) {
     const deltas = verify.split('\n').filter((l) => /^[0-9a-f]{40} \w+ +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/.test(l)).length;
     assert.ok(deltas > 100, `the pack holds delta objects (${deltas})`);
     const reader = new PackReader(gitDir);
+    const expected = new Map<string, Buffer>();
     for (const line of listing) {
       const [oid, type] = line.split(' ');
       const got = reader.read(oid);
       assert.ok(got, `${oid} found in the pack`);
       assert.equal(got.type === undefined ? type : got.type, type === 'tag' ? got.type : type);
       if (type === 'tag') continue;
-      assert.deepEqual(got.object, git(dir, 'cat-file', type, oid), `${type} ${oid}`);
+      expected.set(oid, git(dir, 'cat-file', type, oid));
+      assert.deepEqual(got.object, expected.get(oid), `${type} ${oid}`);
     }
     assert.equal(reader.read('0'.repeat(40)), undefined, 'an object in no pack is left to isomorphic-git');
+    // The batch read a scan uses: every object once, in pack order, the same bytes; the unknown one last.
+    const oids = ['0'.repeat(40), ...expected.keys()];
+    const seen: number[] = [];
+    for (const [i, o] of new PackReader(gitDir).inPackOrder(oids)) {
+      seen.push(i);
+      if (i === 0) assert.equal(o, undefined, 'an object in no pack comes last, undefined');
+      else assert.deepEqual(o?.object, expected.get(oids[i]), `inPackOrder: ${oids[i]}`);
+    }
+    assert.deepEqual([...seen].sort((a, b) => a - b), oids.map((_, i) => i), 'every index exactly once');
+    assert.equal(seen.at(-1), 0);
   });
 }

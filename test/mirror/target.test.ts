@@ -158,7 +158,7 @@ test('deletionTimestamp is the delete; the final DELETED adds nothing; prune Nev
   }
 });
 
-test('labelSelector filters on the server; leaving the selection deletes the file', { timeout: 30_000 }, async () => {
+test('labelSelector filters (on delivery from the shared watch, source/shared-watch.ts); leaving the selection deletes the file', { timeout: 30_000 }, async () => {
   await put('sel', 'in', { v: '1', app: 'x' });
   await put('sel', 'out', { v: '1', app: 'y' });
   const sink = new RecordingSink();

@@ -10,6 +10,7 @@ import { Informer, WorkQueue, clusterOf, keyOf, parseKey, targetLeaseName, type 
 import type { TargetKey, WindowSink } from '../windows/types.js';
 import type { Connection, SourceConnector, SourceSpec } from '../source/connector.js';
 import type { ReflectorOptions } from '../source/reflector.js';
+import type { SourceHub } from '../source/sources.js';
 import type { SourceError } from '../source/client.js';
 import { NOTHING_TO_MIRROR, TargetMirror, type MirrorReport, type MirrorSpec, type PruneMode } from './target.js';
 import { writeMirrorStatus, type MirrorStatus } from './status.js';
@@ -36,6 +37,8 @@ export interface MirrorDeps {
   /** How often a held target is re-checked (kubeconfig Secret re-read). Default 10 s. */
   recheckMs?: number;
   reflector?: ReflectorOptions;
+  /** Where source connections, discovery and watches are shared; default: the process's hub (source/sources.ts). */
+  sources?: SourceHub;
   /** Kubernetes Events (SourceUnreachable); none when absent. */
   events?: EventRecorder;
   /** What a destination may be on this server (--allow-file-repositories, --allow-insecure-credentials). */
@@ -253,6 +256,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
         log,
         folderListing: deps.folderListing,
         reflector: deps.reflector,
+        sources: deps.sources,
         onReport: (rep) => {
           if (running.get(key) !== entry) return;
           entry.report = rep;

@@ -1,5 +1,7 @@
-// The mirror of one GitTarget generation against one source connection: a list+watch stream per
-// (resolved type, namespace), each keeping the sanitized state of what it selected, and every change
+// The mirror of one GitTarget generation against one source: a stream per (resolved type,
+// namespace), each a subscription to the source's shared list+watch of that type and namespace
+// (source/sources.ts: shared by every GitTarget with the same source and credentials, filtered by
+// this one's label selector), each keeping the sanitized state of what it selected, and every change
 // handed to the GitTarget's commit window (WindowSink). The controller replaces the whole
 // TargetMirror when the spec, the source credentials or the lease change; inside, nothing restarts.
 //
@@ -12,9 +14,11 @@ import type { KubeObject } from '../../storage/types.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { ObjectRef } from '../../git/index.js';
 import type { PendingChange, TargetKey, WindowSink } from '../windows/types.js';
-import { SourceClient, type SourceError } from '../source/client.js';
-import { Discovery, type ResolvedType } from '../source/discovery.js';
-import { Reflector, type ReflectorOptions, type StreamState } from '../source/reflector.js';
+import type { SourceError } from '../source/client.js';
+import type { ResolvedType } from '../source/discovery.js';
+import type { ReflectorOptions, StreamState } from '../source/reflector.js';
+import type { Subscription } from '../source/shared-watch.js';
+import { sharedSources, type SharedSource, type SourceHub } from '../source/sources.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { sanitizeObject } from './sanitize.js';
 import { isClusterNoise } from './noise.js';
@@ -68,6 +72,8 @@ export interface TargetMirrorDeps {
   /** Files in the target folder (prune Always at the first snapshot); undefined = not known, nothing is pruned. */
   folderListing?(key: TargetKey): Promise<ObjectRef[] | undefined>;
   reflector?: ReflectorOptions;
+  /** Where connections, discovery and watches are shared (source/sources.ts); default: the process's hub. */
+  sources?: SourceHub;
 }
 
 interface Entry {
@@ -80,7 +86,8 @@ interface Entry {
 interface Stream {
   type: ResolvedType;
   namespace?: string;
-  reflector: Reflector;
+  labelSelector?: string;
+  subscription?: Subscription;
   listed: boolean;
   state: StreamState;
   /** identityKey → sanitized state of every object this stream currently selects. */
@@ -98,10 +105,11 @@ function refOf(o: KubeObject): ObjectRef {
 }
 
 export class TargetMirror {
-  private readonly client: SourceClient;
+  private readonly source: SharedSource;
   private readonly streams: Stream[] = [];
   private serial: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private released = false;
   private snapshotSubmitted = false;
   private snapshotId: string | undefined;
   private unresolved: string[] | undefined;
@@ -115,13 +123,13 @@ export class TargetMirror {
   private readonly startedAt = Date.now();
 
   constructor(private readonly d: TargetMirrorDeps) {
-    this.client = new SourceClient(d.config);
+    this.source = (d.sources ?? sharedSources).acquire(d.config);
   }
 
   /** Resolves the types and starts the streams; re-tries resolution in the background on failure. */
   async start(): Promise<void> {
     if (this.stopped) return;
-    const discovery = new Discovery(this.client);
+    const discovery = this.source.discovery;
     const resolved: Array<{ type: ResolvedType; namespaces?: string[]; labelSelector?: string }> = [];
     const unknown: string[] = [];
     try {
@@ -150,7 +158,7 @@ export class TargetMirror {
       for (const namespace of namespaces) this.addStream(r.type, namespace, r.labelSelector);
     }
     this.report();
-    for (const s of this.streams) s.reflector.start();
+    for (const s of this.streams) this.subscribe(s);
     if (this.streams.length === 0) this.maybeSnapshot();
   }
 
@@ -159,15 +167,22 @@ export class TargetMirror {
     clearTimeout(this.retryTimer);
     clearInterval(this.pollTimer);
     this.unsubscribe?.();
-    await Promise.all(this.streams.map((s) => s.reflector.stop()));
-    this.client.close();
+    if (this.released) return;
+    this.released = true;
+    await Promise.all(this.streams.map((s) => s.subscription?.stop()));
+    this.source.release();
   }
 
   private addStream(type: ResolvedType, namespace: string | undefined, labelSelector: string | undefined): void {
-    const stream: Stream = { type, namespace, listed: false, state: { phase: 'Listing' }, objects: new Map(), reflector: undefined as unknown as Reflector };
-    stream.reflector = new Reflector(
-      this.client,
-      type,
+    this.streams.push({ type, namespace, labelSelector, listed: false, state: { phase: 'Listing' }, objects: new Map() });
+  }
+
+  /** Joins the source's shared list+watch of the stream's type and namespace (source/shared-watch.ts). */
+  private subscribe(stream: Stream): void {
+    stream.subscription = this.source.watch(
+      stream.type,
+      stream.namespace,
+      stream.labelSelector,
       {
         replace: (items, rv, initial) => this.onReplace(stream, items, rv, initial),
         event: (t, obj) => this.onEvent(stream, t, obj),
@@ -176,9 +191,8 @@ export class TargetMirror {
           this.report();
         },
       },
-      { ...this.d.reflector, namespace, labelSelector },
+      this.d.reflector,
     );
-    this.streams.push(stream);
   }
 
   private report(): void {
@@ -244,7 +258,7 @@ export class TargetMirror {
       if (changes.length) await this.d.sink.add(this.d.key, changes);
       stream.objects = next;
       stream.listed = true;
-      if (!initial) this.d.log.info('re-listed after the watch expired', { target: `${this.d.key.namespace}/${this.d.key.name}`, path: stream.reflector.path, changes: changes.length });
+      if (!initial) this.d.log.info('re-listed after the watch expired', { target: `${this.d.key.namespace}/${this.d.key.name}`, path: stream.subscription?.path, changes: changes.length });
     });
     this.report();
     this.maybeSnapshot();

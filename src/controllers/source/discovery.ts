@@ -30,14 +30,29 @@ interface APIResource {
 export class Discovery {
   private groups: { at: number; preferred: Map<string, string>; versions: Map<string, string[]> } | undefined;
   private readonly resources = new Map<string, { at: number; list: APIResource[] | undefined }>();
+  /** Reads in flight: GitTargets sharing this source (sources.ts) resolving together ask once. */
+  private readonly inflight = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly client: SourceClient,
     private readonly ttlMs = 30_000,
   ) {}
 
+  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let p = this.inflight.get(key) as Promise<T> | undefined;
+    if (!p) {
+      p = read().finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
   private async groupIndex(force: boolean) {
     if (this.groups && !force && Date.now() - this.groups.at < this.ttlMs) return this.groups;
+    return this.once(`groups${force ? '!' : ''}`, () => this.readGroups());
+  }
+
+  private async readGroups() {
     const preferred = new Map<string, string>();
     const versions = new Map<string, string[]>();
     const core = await this.client.getJSON<{ versions?: string[] }>('/api');
@@ -59,6 +74,11 @@ export class Discovery {
     const key = `${group}/${version}`;
     const hit = this.resources.get(key);
     if (hit && !force && Date.now() - hit.at < this.ttlMs) return hit.list;
+    return this.once(`${key}${force ? '!' : ''}`, () => this.readResources(group, version));
+  }
+
+  private async readResources(group: string, version: string): Promise<APIResource[] | undefined> {
+    const key = `${group}/${version}`;
     let list: APIResource[] | undefined;
     try {
       const doc = await this.client.getJSON<{ resources?: APIResource[] }>(group === '' ? `/api/${version}` : `/apis/${group}/${version}`);

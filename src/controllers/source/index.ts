@@ -6,3 +6,6 @@ export { kubeconfigFromSecret, vetKubeconfig, type KubeConfigRefusalReason, type
 export { Reflector, type ReflectorOptions, type StreamHandlers, type StreamState } from './reflector.js';
 export { defaultSourceConfig, workspaceSourceConfig } from './default.js';
 export { workspaceGitCredentials, type GitCredentialsOf } from './git-credentials.js';
+export { SourceHub, SharedSource, sharedSources } from './sources.js';
+export { SharedWatch, type Subscription } from './shared-watch.js';
+export { TransportPool, sharedTransports, transportKey } from './transport.js';

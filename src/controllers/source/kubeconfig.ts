@@ -64,7 +64,9 @@ const BUILTIN_EGRESS = new EgressPolicy();
 /**
  * A KubeConfig whose every connection obeys an egress policy: the server's literal address is
  * checked before each request, and a name is checked on each address it resolves to when a
- * connection is made (client-node's Watch builds its own agent here; SourceClient asks `egress`).
+ * connection is made (the shared transport connects with `egress.lookup`, transport.ts; an agent
+ * passed to applyToHTTPSOptions gets it too). Its presence also keeps a tenant's connections apart
+ * from the operator's (transportKey).
  */
 export class EgressKubeConfig extends KubeConfig {
   constructor(readonly egress: EgressPolicy) {

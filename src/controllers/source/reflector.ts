@@ -1,8 +1,8 @@
-// One list+watch stream of one source type (in one namespace, or all), built on client-node's Watch
-// for the stream itself and wrapped where that falls short for a mirror:
-// - client-node's ListWatch stops for good on a network error, and its Watch reports a server-side
-//   close as a plain `done(null)`: here every end reconnects, with backoff, from the last
-//   resourceVersion delivered (a bookmark counts), so a disconnect costs no re-list.
+// One list+watch stream of one source type (in one namespace, or all), on the SourceClient's shared
+// transport (one HTTP/2 stream of a session shared with every other client of the same source and
+// credentials, transport.ts), made for a mirror:
+// - every end of a watch (a network error, a server-side close) reconnects, with backoff, from the
+//   last resourceVersion delivered (a bookmark counts), so a disconnect costs no re-list.
 // - an `ERROR` event with code 410 (or an HTTP 410) re-lists and hands the complete set to
 //   `replace`, so the caller can reconcile what it missed; a paginated list whose continue token
 //   expires starts over, so `replace` never sees a partial set.
@@ -10,7 +10,6 @@
 //   deadline is cut and resumed (a half-open TCP connection would otherwise hang forever).
 // - a handler that fails leaves the resourceVersion where it was, so the event is delivered again
 //   after the reconnect rather than lost.
-import { Watch } from '@kubernetes/client-node';
 import type { KubeObject } from '../../storage/types.js';
 import { SourceError, reasonForStatus, toSourceError, type SourceClient } from './client.js';
 import { collectionPath, type ResolvedType } from './discovery.js';
@@ -210,14 +209,44 @@ export class Reflector {
         timeoutSeconds,
         labelSelector: this.opts.labelSelector || undefined,
       };
-      new Watch(this.client.config)
-        .watch(this.path, query, onEvent, (err) => finish(err ? { kind: 'error', error: toSourceError(err, this.client.server) } : { kind: 'closed' }))
-        .then((c) => {
-          controller = c;
-          if (ended || this.ctl.stopped) c.abort();
-          else this.setState({ phase: 'Ready' });
+      controller = new AbortController();
+      const ac = controller;
+      this.client
+        .open(this.path, { ...query, watch: true }, ac.signal)
+        .then((res) => {
+          if (ended || this.ctl.stopped) return ac.abort();
+          if (res.status !== 200) {
+            res.body.resume();
+            const code = res.status;
+            finish(code === 410 ? { kind: 'expired' } : { kind: 'error', error: new SourceError(reasonForStatus(code), `${this.client.server} answered ${code}`, code) });
+            return;
+          }
+          this.setState({ phase: 'Ready' });
+          // One JSON watch event per line (apimachinery's watch stream framing for JSON).
+          let rest = '';
+          res.body.setEncoding('utf8');
+          res.body.on('data', (chunk: string) => {
+            rest += chunk;
+            let nl: number;
+            while ((nl = rest.indexOf('\n')) >= 0) {
+              const line = rest.slice(0, nl).trim();
+              rest = rest.slice(nl + 1);
+              if (!line) continue;
+              let ev: { type?: string; object?: unknown };
+              try {
+                ev = JSON.parse(line);
+              } catch {
+                finish({ kind: 'error', error: new SourceError('Failed', `the watch of ${this.path} sent a line that is not JSON`) });
+                return;
+              }
+              onEvent(String(ev.type), ev.object);
+            }
+          });
+          res.body.on('error', (e) => finish({ kind: 'error', error: toSourceError(e, this.client.server) }));
+          res.body.on('end', () => finish({ kind: 'closed' }));
+          res.body.on('close', () => finish({ kind: 'closed' }));
         })
-        .catch((e) => finish({ kind: 'error', error: toSourceError(e, this.client.server) }));
+        .catch((e) => finish(ended ? { kind: 'closed' } : { kind: 'error', error: toSourceError(e, this.client.server) }));
     });
   }
 }
