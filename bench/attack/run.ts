@@ -1,4 +1,4 @@
-// The attack run (`npm run bench -- attack [--quick] [--only=cardinality,idle,patch,nesting,lists,lists-smp,...]`):
+// The attack run (`npm run bench -- attack [--quick] [--only=cardinality,idle,patch,nesting,lists,lists-smp,remote,...]`):
 // starts the built server (embedded storage, dev PKI, AlwaysAllow) and runs the attacks one after
 // the other. For each it prints, before, during and after the attack: the number of metric series,
 // the server's RSS and open file descriptors, the event-loop delay (prom-client's
@@ -15,8 +15,9 @@ import { cleanup, freePort, startChild, tempDir } from '../common/proc.js';
 import { type Attack, type Context, type Params, reconnecting, sampler } from './harness.js';
 import { httpAttacks } from './attacks-http.js';
 import { listAttacks } from './attacks-lists.js';
+import { remoteAttacks } from './attacks-remotes.js';
 
-const ATTACKS: Attack[] = [...httpAttacks, ...listAttacks].sort((a, b) => a.order - b.order);
+const ATTACKS: Attack[] = [...httpAttacks, ...listAttacks, ...remoteAttacks].sort((a, b) => a.order - b.order);
 
 const argv = process.argv.slice(2);
 const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');

@@ -3,6 +3,11 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ConditionsSchema, LocalObjectReferenceSchema, kindSchema } from './meta.js';
 import { type FieldError, invalidValue } from './field-errors.js';
 
+/**
+ * Longest message, in characters (design contract): a commit subject and a body of a few
+ * paragraphs. It bounds what a message puts in every `git log` and in the table's Message column,
+ * and what trailer parsing reads (linear anyway).
+ */
 export const MESSAGE_MAX = 1024;
 
 export const CommitRequestSpecSchema = Type.Object(
@@ -14,7 +19,8 @@ export const CommitRequestSpecSchema = Type.Object(
     message: Type.String({
       minLength: 1,
       maxLength: MESSAGE_MAX,
-      description: 'Commit message, 1..1024 characters; newlines allowed, other control characters refused.',
+      description:
+        'Commit message, 1..1024 characters of plain text: newline and tab allowed, CRLF stored as LF, other control characters refused. A trailer naming a person (Co-authored-by, Signed-off-by, ...) other than the submitter requires the RBAC verb assert-author on the GitTarget.',
     }),
     author: Type.Optional(
       Type.Object(
@@ -64,8 +70,21 @@ export const CommitRequestStatusSchema = Type.Object(
 
 export const CommitRequestSchema = kindSchema(CommitRequestSpecSchema, CommitRequestStatusSchema, "CommitRequest closes a GitTarget's pending changes into one commit with a message and an author.");
 
-// Newlines (and the CR of CRLF) are allowed; every other C0 control and DEL is refused.
-const FORBIDDEN_CONTROL = /[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/;
+// Plain text: newline and tab are the only control characters. ESC starts terminal escape
+// sequences that `git log` passes to the reader's terminal, NUL ends a C string early in git's own
+// readers, and a lone CR moves the cursor back over what a line showed. C1 controls (U+0080..U+009F)
+// are escapes to some terminals too.
+const FORBIDDEN_CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
+
+/**
+ * CRLF line ends become LF, as `git commit` stores them (its message cleanup strips trailing
+ * whitespace, CR included): the stored message is the committed one, and the trailer rules read
+ * the same lines git will. Runs on create and update, so a re-applied manifest compares equal.
+ */
+export function normalizeCommitRequest(obj: Record<string, unknown>): void {
+  const spec = obj.spec as Record<string, unknown> | undefined;
+  if (spec && typeof spec.message === 'string' && spec.message.includes('\r\n')) spec.message = spec.message.replace(/\r\n/g, '\n');
+}
 const EMAIL = /^[^\s@<>]+@[^\s@<>]+$/;
 
 export function validateCommitRequest(obj: Record<string, unknown>): FieldError[] {
@@ -75,7 +94,8 @@ export function validateCommitRequest(obj: Record<string, unknown>): FieldError[
     const m = FORBIDDEN_CONTROL.exec(spec.message);
     if (m) {
       const code = m[0].charCodeAt(0).toString(16).padStart(2, '0');
-      errs.push(invalidValue('spec.message', spec.message, `must not contain control characters other than newlines (found \\x${code})`));
+      const what = code === '0d' ? 'a carriage return not followed by a newline' : `\\x${code}`;
+      errs.push(invalidValue('spec.message', spec.message, `must be plain text: no control characters other than newline and tab (found ${what} at offset ${m.index})`));
     } else if (spec.message.trim() === '') {
       errs.push(invalidValue('spec.message', spec.message, 'must not be blank'));
     }

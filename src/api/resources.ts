@@ -4,7 +4,7 @@ import { age, readyMessage, readyReason, readyStatus, type ResourceDefinition } 
 import { SANDBOX_CORE_RESOURCES } from './core-v1.js';
 import { deployments } from './apps-v1.js';
 import { coreEvents, eventsV1Events } from './events.js';
-import { CommitRequestSchema, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
+import { CommitRequestSchema, normalizeCommitRequest, validateCommitRequest, validateCommitRequestUpdate } from './commitrequest.js';
 import { GitTargetSchema, normalizeGitTarget, validateGitTarget, validateGitTargetUpdate } from './gittarget.js';
 import { RepositoryScanSchema, validateRepositoryScan } from './repositoryscan.js';
 
@@ -138,6 +138,7 @@ export const commitRequests: ResourceDefinition = {
   selectableFields: {
     'spec.targetRef.name': (o) => o?.spec?.targetRef?.name,
   },
+  normalize: normalizeCommitRequest,
   validateCreate: validateCommitRequest,
   validateUpdate: (o, old) => [...validateCommitRequestUpdate(o, old), ...validateCommitRequest(o)],
 };

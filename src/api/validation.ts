@@ -29,24 +29,50 @@ function joinPath(base: string, key: string): string {
   return base ? `${base}.${key}` : key;
 }
 
+/**
+ * Work that yields (nothing) every few hundred list items or keys, for a caller to run a few
+ * milliseconds at a time (src/registry/apply/work.ts inSlices): the walks below visit every item
+ * of a 3 MiB list, which held the event loop for about 100 ms at once.
+ */
+export type Walk<T> = Generator<undefined, T, undefined>;
+/** Items or keys visited between two yields (a power of two minus one). */
+const YIELD_MASK = 255;
+
+function run<T>(w: Walk<T>): T {
+  let r = w.next();
+  while (!r.done) r = w.next();
+  return r.value;
+}
+
 /** Walks value against schema and reports (or removes) properties the schema does not declare. */
-function unknownFields(schema: Schema | undefined, value: unknown, path: string, out: string[], prune: boolean): void {
+function* unknownFields(schema: Schema | undefined, value: unknown, path: string, out: string[], prune: boolean): Walk<void> {
   if (!schema || value === null || typeof value !== 'object') return;
   if (Array.isArray(value)) {
-    if (schema.items) value.forEach((v, i) => unknownFields(schema.items, v, `${path}[${i}]`, out, prune));
+    const items = schema.items as Schema | undefined;
+    // Items of a scalar type hold no properties to check (ajv reports a wrong type).
+    if (!items || (items.type !== 'object' && !items.items)) return;
+    for (let i = 0; i < value.length; i++) {
+      yield* unknownFields(items, value[i], `${path}[${i}]`, out, prune);
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
     return;
   }
   if (schema.type !== 'object') return;
   const props: Record<string, Schema> = schema.properties ?? {};
+  const extra = schema.additionalProperties;
+  // A map of scalars (labels, annotations, fieldsV1's leaves) has nothing to visit per key.
+  if (typeof extra === 'object' && extra !== null && extra.type !== 'object' && !extra.items && Object.keys(props).length === 0) return;
+  let i = 0;
   for (const key of Object.keys(value as object)) {
     const child = props[key];
-    if (child) unknownFields(child, (value as any)[key], joinPath(path, key), out, prune);
-    else if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
-      unknownFields(schema.additionalProperties, (value as any)[key], joinPath(path, key), out, prune);
-    } else if (schema.additionalProperties === false) {
+    if (child) yield* unknownFields(child, (value as any)[key], joinPath(path, key), out, prune);
+    else if (extra && typeof extra === 'object') {
+      yield* unknownFields(extra, (value as any)[key], joinPath(path, key), out, prune);
+    } else if (extra === false) {
       out.push(joinPath(path, key));
       if (prune) delete (value as any)[key];
     }
+    if ((++i & YIELD_MASK) === YIELD_MASK) yield;
   }
 }
 
@@ -58,7 +84,7 @@ export const RETIRED = 'x-reverser-retired';
  * fieldValidation says, with a message naming its replacement: users asked that a removed field
  * fail loudly instead of being pruned while the object stays Ready.
  */
-function retiredFields(schema: Schema | undefined, value: unknown, path: string, out: FieldError[]): void {
+function* retiredFields(schema: Schema | undefined, value: unknown, path: string, out: FieldError[]): Walk<void> {
   if (!schema || value === null || value === undefined) return;
   if (typeof schema[RETIRED] === 'string') {
     out.push(forbiddenField(path, `field is retired: ${schema[RETIRED]}`));
@@ -66,11 +92,17 @@ function retiredFields(schema: Schema | undefined, value: unknown, path: string,
   }
   if (typeof value !== 'object') return;
   if (Array.isArray(value)) {
-    if (schema.items) value.forEach((v, i) => retiredFields(schema.items, v, `${path}[${i}]`, out));
+    const items = schema.items as Schema | undefined;
+    // Only a schema that declares properties (or items) can hold a retired field below it.
+    if (!items || (!items.properties && !items.items && typeof items[RETIRED] !== 'string')) return;
+    for (let i = 0; i < value.length; i++) {
+      yield* retiredFields(items, value[i], `${path}[${i}]`, out);
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
     return;
   }
   for (const [key, child] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
-    if (key in (value as object)) retiredFields(child, (value as any)[key], joinPath(path, key), out);
+    if (key in (value as object)) yield* retiredFields(child, (value as any)[key], joinPath(path, key), out);
   }
 }
 
@@ -157,23 +189,25 @@ export interface SchemaValidator {
    * Returns field errors (Strict: one per unknown field too) and warnings for Warn.
    */
   validate(obj: Record<string, unknown>, mode: FieldValidation): { errors: FieldError[]; warnings: string[] };
+  /** validate() as work that yields between list items (the schema check itself is one step). */
+  validateWork(obj: Record<string, unknown>, mode: FieldValidation): Walk<{ errors: FieldError[]; warnings: string[] }>;
 }
 
 export function compileSchema(schema: TSchema): SchemaValidator {
   const plain = JSON.parse(JSON.stringify(schema)) as Schema; // drops TypeBox symbols
   let compiled: ValidateFunction | undefined;
-  return {
-    validate(obj, mode) {
-      const fn = (compiled ??= ajv().compile(plain));
-      const errors: FieldError[] = [];
-      retiredFields(plain, obj, '', errors);
-      const unknown: string[] = [];
-      unknownFields(plain, obj, '', unknown, true);
-      const warnings: string[] = [];
-      if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
-      if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
-      if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj, plain)) errors.push(e);
-      return { errors, warnings };
-    },
-  };
+  function* validateWork(obj: Record<string, unknown>, mode: FieldValidation): Walk<{ errors: FieldError[]; warnings: string[] }> {
+    const fn = (compiled ??= ajv().compile(plain));
+    const errors: FieldError[] = [];
+    yield* retiredFields(plain, obj, '', errors);
+    const unknown: string[] = [];
+    yield* unknownFields(plain, obj, '', unknown, true);
+    const warnings: string[] = [];
+    if (mode === 'Strict') for (const f of unknown) errors.push(forbiddenField(f, `unknown field "${f}"`));
+    if (mode === 'Warn') for (const f of unknown) warnings.push(`unknown field "${f}"`);
+    yield;
+    if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj, plain)) errors.push(e);
+    return { errors, warnings };
+  }
+  return { validate: (obj, mode) => run(validateWork(obj, mode)), validateWork };
 }

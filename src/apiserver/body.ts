@@ -6,8 +6,8 @@ import * as status from '../api/status.js';
 import type { FieldValidation } from '../api/validation.js';
 import type { WriteOptions } from '../registry/registry.js';
 import { mediaType } from './negotiation.js';
-import { decodeJSON, decodeYAML, type Decoded } from './decode.js';
-import { applyJSONPatch, checkPatchedSize, mergePatch } from './patch.js';
+import { decodeJSONInSlices, decodeYAMLInSlices, type Decoded } from './decode.js';
+import { applyJSONPatch, checkPatchedSizeInSlices, mergePatch } from './patch.js';
 import { strategicMergePatchWork } from './strategic-merge-patch.js';
 import { inSlices } from '../registry/apply/work.js';
 import { decodeProtobufObject, PROTOBUF_CONTENT_TYPE } from './protobuf-body.js';
@@ -40,18 +40,18 @@ function strictness(d: Decoded, mode: FieldValidation, kind?: { kind: string; ve
  * Decodes a create/update body by its Content-Type: JSON, YAML for curl users, and Kubernetes
  * protobuf when `protobuf` is set (the sandbox's core kinds, which kubectl's typed commands send so).
  */
-export function decodeObjectBody(
+export async function decodeObjectBody(
   contentType: string | undefined,
   body: unknown,
   mode: FieldValidation = 'Strict',
   kind?: { kind: string; version: string },
   protobuf = false,
-): DecodedBody {
+): Promise<DecodedBody> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an object');
   const mt = mediaType(contentType);
-  if (mt === 'application/json' || mt === '') return strictness(decodeJSON(buf, 'object provided'), mode, kind);
-  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(decodeYAML(buf, 'object provided'), mode, kind);
+  if (mt === 'application/json' || mt === '') return strictness(await decodeJSONInSlices(buf, 'object provided'), mode, kind);
+  if (mt === 'application/yaml' || mt === 'application/x-yaml' || mt === 'text/yaml') return strictness(await decodeYAMLInSlices(buf, 'object provided'), mode, kind);
   if (mt === PROTOBUF_CONTENT_TYPE && protobuf) return { value: decodeProtobufObject(buf), warnings: [] };
   throw status.unsupportedMediaType(
     `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
@@ -70,10 +70,10 @@ export function patchKind(contentType: string | undefined): PatchKind {
 }
 
 /** The body of a server-side apply: a (partial) object in YAML or JSON (JSON is YAML). */
-export function decodeApplyPatch(body: unknown, mode: FieldValidation = 'Strict'): DecodedBody {
+export async function decodeApplyPatch(body: unknown, mode: FieldValidation = 'Strict'): Promise<DecodedBody> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected an apply configuration');
-  const decoded = strictness(decodeYAML(buf, 'apply configuration'), mode);
+  const decoded = strictness(await decodeYAMLInSlices(buf, 'apply configuration'), mode);
   const config = decoded.value;
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     throw status.badRequest('the apply configuration must be a YAML or JSON object');
@@ -82,26 +82,26 @@ export function decodeApplyPatch(body: unknown, mode: FieldValidation = 'Strict'
 }
 
 /** Decodes a patch; returns the function that applies it to a current object, and decoding warnings. */
-export function decodePatch(
+export async function decodePatch(
   kind: Exclude<PatchKind, 'apply'>,
   body: unknown,
   mode: FieldValidation = 'Strict',
   limitBytes = MAX_BODY_BYTES,
   mergeKeys: Record<string, string> = {},
-): { apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] } {
+): Promise<{ apply: (current: unknown) => unknown | Promise<unknown>; warnings: string[] }> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
   if (buf.length === 0) throw status.badRequest('the request body is empty; expected a patch');
-  const { value: patch, warnings } = strictness(decodeJSON(buf, 'patch'), mode);
+  const { value: patch, warnings } = strictness(await decodeJSONInSlices(buf, 'patch'), mode);
   if (kind === 'merge') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return { apply: (current) => checkPatchedSize(mergePatch(current, patch), limitBytes), warnings };
+    return { apply: (current) => checkPatchedSizeInSlices(mergePatch(current, patch), limitBytes), warnings };
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
     // In slices: a patch of one long list takes long enough to delay everyone else otherwise.
-    return { apply: async (current) => checkPatchedSize(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
+    return { apply: async (current) => checkPatchedSizeInSlices(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {

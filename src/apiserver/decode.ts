@@ -3,6 +3,7 @@
 // refuses them; JSON.parse and YAML's last-one-wins would silently drop one).
 import { Lexer, Parser, parse as parseYAML } from 'yaml';
 import * as status from '../api/status.js';
+import { type Work, breathe, finish, inSlices } from '../registry/apply/work.js';
 
 /**
  * Deepest nesting of objects and arrays a body may have. Kubernetes objects nest about 15 levels;
@@ -37,16 +38,28 @@ function pathOf(stack: Frame[], last: string): string {
   return p === '' ? last : `${p}.${last}`;
 }
 
+/** Characters of JSON text scanned between two yields of the scan (src/registry/apply/work.ts). */
+const SCAN_CHARS_PER_YIELD = 64 * 1024;
+
 /**
- * One pass over JSON text that JSON.parse accepted: nesting depth and duplicate keys. Iterative,
- * so its own stack never grows with the input.
+ * One pass over JSON text, before JSON.parse sees it: nesting depth (V8 parses deep nesting
+ * without a stack limit but slowly and at great cost: 10 MiB of `[` took 4 s of one event loop
+ * and 300 MB, so a body that is too deep is refused before it is parsed; brackets inside strings
+ * do not count) and duplicate keys. Iterative, so its own stack never grows with the input; work
+ * that yields every 64 Ki characters, so a 3 MiB body is scanned a slice at a time. On text that
+ * is not JSON its duplicates mean nothing: JSON.parse refuses that text next.
  */
-function scanJSON(text: string, what: string): string[] {
+function* scanJSONWork(text: string, what: string): Work<string[]> {
   const duplicates: string[] = [];
   const stack: Frame[] = [];
   let expectKey = false;
+  let nextYield = SCAN_CHARS_PER_YIELD;
   const n = text.length;
   for (let i = 0; i < n; i++) {
+    if (i >= nextYield) {
+      yield;
+      nextYield = i + SCAN_CHARS_PER_YIELD;
+    }
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
       let j = i + 1;
@@ -63,7 +76,7 @@ function scanJSON(text: string, what: string): string[] {
       }
       const top = stack[stack.length - 1];
       if (top?.object && expectKey) {
-        const key = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : text.slice(i + 1, j);
+        const key = escaped ? unescapeKey(text.slice(i, j + 1)) : text.slice(i + 1, j);
         if (top.keys!.has(key)) duplicates.push(pathOf(stack, key));
         else top.keys!.add(key);
         top.key = key;
@@ -87,40 +100,42 @@ function scanJSON(text: string, what: string): string[] {
   return duplicates;
 }
 
-/**
- * Nesting depth only, before JSON.parse: V8 parses deep nesting without a stack limit but slowly
- * and at great cost (10 MiB of `[` took 4 s of one event loop and 300 MB), so a body that is too
- * deep is refused before it is parsed. Brackets inside strings do not count.
- */
-function checkJSONDepth(text: string, what: string): void {
-  let depth = 0;
-  const n = text.length;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c /* \ */) i++;
-        else if (d === 0x22) break;
-      }
-    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (++depth > MAX_NESTING_DEPTH) throw tooDeep(what);
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      depth--;
-    }
+/** A quoted key with escapes; as written when the escapes are not JSON (JSON.parse refuses the text then). */
+function unescapeKey(quoted: string): string {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return quoted;
+  }
+}
+
+/** Bodies smaller than this are decoded at once; larger ones a slice at a time (decodeJSONInSlices). */
+const SLICED_DECODE_BYTES = 256 * 1024;
+
+function parseJSON(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
   }
 }
 
 export function decodeJSON(buf: Buffer, what: string): Decoded {
   const text = buf.toString('utf8');
-  checkJSONDepth(text, what);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
-  }
-  return { value, duplicates: scanJSON(text, what) };
+  const duplicates = finish(scanJSONWork(text, what));
+  return { value: parseJSON(text, what), duplicates };
+}
+
+/**
+ * decodeJSON for a body that may be large (a write's): the scan runs in slices and JSON.parse,
+ * which cannot be split, gets a turn of the event loop of its own (about 20-40 ms for 3 MiB).
+ */
+export async function decodeJSONInSlices(buf: Buffer, what: string): Promise<Decoded> {
+  if (buf.length < SLICED_DECODE_BYTES) return decodeJSON(buf, what);
+  const text = buf.toString('utf8');
+  const duplicates = await inSlices(scanJSONWork(text, what));
+  await breathe();
+  return { value: parseJSON(text, what), duplicates };
 }
 
 /** YAML's own parser keeps an explicit stack: its length is the nesting depth at each token. */
@@ -157,9 +172,16 @@ function duplicateKeyAt(text: string, offset: number): string {
 function asJSON(text: string, what: string): Decoded | undefined {
   if (!/^\s*[{[]/.test(text)) return undefined;
   try {
-    checkJSONDepth(text, what);
-    const value = JSON.parse(text) as unknown;
-    return scanJSON(text, what).length === 0 ? { value, duplicates: [] } : undefined;
+    return jsonWithoutDuplicates(text, finish(scanJSONWork(text, what)));
+  } catch {
+    return undefined;
+  }
+}
+
+function jsonWithoutDuplicates(text: string, duplicates: string[]): Decoded | undefined {
+  if (duplicates.length > 0) return undefined;
+  try {
+    return { value: JSON.parse(text) as unknown, duplicates };
   } catch {
     return undefined;
   }
@@ -167,8 +189,23 @@ function asJSON(text: string, what: string): Decoded | undefined {
 
 export function decodeYAML(buf: Buffer, what: string): Decoded {
   const text = buf.toString('utf8');
-  const json = asJSON(text, what);
-  if (json) return json;
+  return asJSON(text, what) ?? decodeYAMLText(text, what);
+}
+
+/** decodeYAML for a body that may be large: a JSON body (kubectl's apply configurations) as decodeJSONInSlices decodes it. */
+export async function decodeYAMLInSlices(buf: Buffer, what: string): Promise<Decoded> {
+  if (buf.length < SLICED_DECODE_BYTES) return decodeYAML(buf, what);
+  const text = buf.toString('utf8');
+  if (/^\s*[{[]/.test(text)) {
+    const duplicates = await inSlices(scanJSONWork(text, what)).catch(() => undefined);
+    await breathe();
+    const json = duplicates && jsonWithoutDuplicates(text, duplicates);
+    if (json) return json;
+  }
+  return decodeYAMLText(text, what);
+}
+
+function decodeYAMLText(text: string, what: string): Decoded {
   checkYAMLDepth(text, what);
   const duplicates: string[] = [];
   const parse = (uniqueKeys: boolean) => parseYAML(text, { maxAliasCount: 100, uniqueKeys });

@@ -5,6 +5,7 @@
 // would exceed the limit. Library errors are turned into messages about the patch.
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import * as status from '../api/status.js';
+import { type Work, YIELD_MASK, finish, inSlices } from '../registry/apply/work.js';
 
 const { applyOperation, JsonPatchError, deepClone, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
@@ -74,7 +75,13 @@ function checkOperation(op: Operation, index: number, document: unknown, existin
  * O(budget), however large the value is.
  */
 export function jsonSizeWithin(value: unknown, budget: number): number {
+  return finish(jsonSizeWork(value, budget));
+}
+
+/** jsonSizeWithin as work that yields every few hundred values (src/registry/apply/work.ts). */
+function* jsonSizeWork(value: unknown, budget: number): Work<number> {
   let size = 0;
+  let visited = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const v = stack.pop();
@@ -85,13 +92,16 @@ export function jsonSizeWithin(value: unknown, budget: number): number {
       size += 2 + v.length;
       for (const x of v) stack.push(x);
     } else if (typeof v === 'object') {
-      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
+      const o = v as Record<string, unknown>;
+      for (const k of Object.keys(o)) {
         size += k.length + 4;
-        stack.push(x);
+        stack.push(o[k]);
       }
       size += 2;
     }
     if (size > budget) return size;
+    if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
   }
   return size;
 }
@@ -177,6 +187,12 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
 /** The result of any patch must still fit the body limit (it is what gets stored). */
 export function checkPatchedSize(document: unknown, limitBytes: number): unknown {
   if (jsonSizeWithin(document, limitBytes) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
+  return document;
+}
+
+/** checkPatchedSize in slices, for a patched object that may be as large as the limit. */
+export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number): Promise<unknown> {
+  if ((await inSlices(jsonSizeWork(document, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
   return document;
 }
 

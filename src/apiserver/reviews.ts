@@ -50,12 +50,12 @@ export interface ReviewDeps {
 
 type Obj = Record<string, any>;
 
-function decodeBody(req: FastifyRequest, review: Review): Obj {
+async function decodeBody(req: FastifyRequest, review: Review): Promise<Obj> {
   const ct = req.headers['content-type'];
   // kubectl sends these as protobuf (its typed client), like its typed create commands.
   const value = mediaType(ct) === PROTOBUF_CONTENT_TYPE
     ? decodeProtobufObject(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), [{ apiVersion: `${review.group}/v1`, kind: review.kind }])
-    : decodeObjectBody(ct, req.body, 'Ignore').value;
+    : (await decodeObjectBody(ct, req.body, 'Ignore')).value;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw status.badRequest(`the body must be a ${review.kind} object`);
   const o = value as Obj;
   if ((o.kind !== undefined && o.kind !== review.kind) || (o.apiVersion !== undefined && o.apiVersion !== `${review.group}/v1`)) {
@@ -139,7 +139,7 @@ export async function serveReview(deps: ReviewDeps, req: FastifyRequest, reply: 
   // Create-only, cluster-scoped, unnamed: anything else has no route, as in kube-apiserver.
   if (info.name || info.subresource || info.namespace) throw status.pathNotFound();
   if (req.method !== 'POST') throw status.methodNotSupported({ group: review.group, resource: review.resource }, info.verb);
-  const body = decodeBody(req, review);
+  const body = await decodeBody(req, review);
   let out: Obj;
   if (review.resource === 'selfsubjectaccessreviews') out = await accessReview(deps, review, body, user, info.cluster);
   else if (review.resource === 'selfsubjectrulesreviews') out = rulesReview(deps, review, body, user, info.cluster);

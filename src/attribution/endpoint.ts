@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { watchFileContent } from '../auth/filewatch.js';
 import * as status from '../api/status.js';
 import { isDNS1123Subdomain } from '../api/object-meta.js';
-import { decodeJSON } from '../apiserver/decode.js';
+import { decodeJSONInSlices } from '../apiserver/decode.js';
 import { mediaType } from '../apiserver/negotiation.js';
 import { sendStatus } from '../apiserver/respond.js';
 import { clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from '../apiserver/connections.js';
@@ -177,7 +177,7 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
     try {
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       if (body.length === 0) throw status.badRequest('the request body is empty; expected an audit.k8s.io/v1 EventList');
-      items = eventListItems(decodeJSON(body, 'audit EventList').value);
+      items = eventListItems((await decodeJSONInSlices(body, 'audit EventList')).value);
     } catch (e) {
       count('decode_error');
       throw e;

@@ -26,12 +26,15 @@ export function assertAuthorAttributes(user: UserInfo, namespace: string, target
 }
 
 /**
- * Call before creating (also with dryRun) a CommitRequest whose spec.author is set. A denial's
- * message names the user, the GitTarget and the rule that would grant it; an authorizer error or
- * a missing target name denies with a message saying why the check could not be made.
+ * Call before creating (also with dryRun) a CommitRequest whose spec.author is set, or whose
+ * message has a trailer naming someone else (registry/commit-message-policy.ts). A denial's
+ * message names the user, the GitTarget, what needed the grant (`purpose`) and the rule that would
+ * grant it; an authorizer error or a missing target name denies with a message saying why the
+ * check could not be made.
  */
 export async function checkAssertAuthor(
   authorizer: Authorizer, user: UserInfo, namespace: string, targetName: string, cluster?: string,
+  purpose = `setting spec.author on a CommitRequest for GitTarget ${goQuote(targetName)}`,
 ): Promise<AssertAuthorResult> {
   const attrs = assertAuthorAttributes(user, namespace, targetName, cluster);
   const deny = (reason: string): AssertAuthorResult => ({ allowed: false, message: forbiddenMessage(attrs, reason), details: forbiddenDetails(attrs) });
@@ -48,6 +51,6 @@ export async function checkAssertAuthor(
     return deny(`the authorization check could not be made: ${(e as Error).message || String(e)}`);
   }
   if (decision === 'allow') return { allowed: true };
-  const grant = `setting spec.author on a CommitRequest for GitTarget ${goQuote(targetName)} requires a Role rule ${assertAuthorRule(targetName)}`;
+  const grant = `${purpose} requires a Role rule ${assertAuthorRule(targetName)}`;
   return deny(reason ? `${reason}; ${grant}` : grant);
 }

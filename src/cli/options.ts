@@ -15,6 +15,7 @@ import { parseDuration } from '../auth/index.js';
 import { DEFAULT_AUDIT_MAX_REQUEST_BYTES, DEFAULT_AUDIT_PORT } from '../attribution/limits.js';
 import { DEFAULT_GITTARGET_QUOTAS, type GitTargetQuotas } from '../registry/quota.js';
 import { REPLICA_FLAGS, ReplicaFlagError, parseReplicaFlags, type ReplicaOptions } from '../controllers/runtime/replica-flags.js';
+import { DEFAULT_PERSON_TRAILERS, parsePersonTrailers } from '../registry/commit-message-policy.js';
 import { TENANT_INPUT_FLAGS, TenantInputFlagError, parseTenantInputFlags, type TenantInputOptions } from '../net/flags.js';
 import type { AuditOptions, ServeMode, ServeOptions } from '../server/options.js';
 import { BOOLEAN_FLAGS, FlagError, bool, int, normalizeBooleanFlags, readRedisPassword } from './flag-values.js';
@@ -56,6 +57,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
+  { name: 'person-trailers', description: `Comma-separated trailer keys that name a person, besides ${DEFAULT_PERSON_TRAILERS.join(', ')}: a CommitRequest message naming someone else in one needs assert-author.` },
   {
     name: 'git-max-response-bytes',
     description: 'Largest body of one HTTP response from a git remote; a remote sending more is stopped and its GitTarget shows RepositoryReady=False (RemoteResponseTooLarge).',
@@ -177,6 +179,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     throw new FlagError('--committer-name: must be non-empty without "<", ">" or line breaks');
   }
   if (!/^[^\s@<>]+@[^\s@<>]+$/.test(committer.email)) throw new FlagError(`--committer-email: must be an email address, got ${JSON.stringify(committer.email)}`);
+  const personTrailers = parsePersonTrailers(values['person-trailers'], (m) => new FlagError(`--person-trailers: ${m}`));
   const securePort = int(values, 'secure-port', 1, 65535);
   const eventLogRetention = int(values, 'event-log-retention', 1, 10_000_000);
   const minRequestTimeoutSeconds = int(values, 'min-request-timeout', 1, 86400);
@@ -273,6 +276,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     connections,
     logLevel,
     committer,
+    personTrailers,
     git,
     controllers,
     attribution,

@@ -13,7 +13,7 @@ import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, typ
 import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
 import { listTypeErrorsWork } from './apply/list-rules.js';
-import { breathe, inSlices } from './apply/work.js';
+import { breathe, cloneInSlices, inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
@@ -112,7 +112,7 @@ export class Registry {
 
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
   private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
-    const { errors, warnings } = this.validator.validate(obj as Record<string, unknown>, mode);
+    const { errors, warnings } = await inSlices(this.validator.validateWork(obj as Record<string, unknown>, mode));
     // concat, not push(...): a list of 100,000 bad items is more arguments than a call may take.
     let errs: FieldError[] = errors.concat(validateObjectMeta(obj.metadata, { namespaced: this.def.namespaced, requireName, finalizers: false }));
     // Each step above is one slice; finalizers and list rules go a few milliseconds at a time.
@@ -223,7 +223,7 @@ export class Registry {
       const old = await this.get(ctx, namespace, name);
       // The patch sees the object without its resourceVersion, so a resourceVersion in the result
       // can only come from the client: an optimistic-lock precondition, never retried.
-      const base = clone(old);
+      const base = await cloneInSlices(old);
       delete base.metadata.resourceVersion;
       await breathe();
       const patched = this.checkBody(await apply(base), namespace, name);
@@ -265,7 +265,7 @@ export class Registry {
           const r = await this.create(ctx, namespace, object, opts, managed);
           return { ...r, warnings: [...warned, ...r.warnings], created: true };
         }
-        const base = clone(old);
+        const base = await cloneInSlices(old);
         delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
         const { object } = await this.fields.applyInSlices(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
         const merged = this.checkBody(object, namespace, name);
@@ -307,7 +307,7 @@ export class Registry {
     let next: KubeObject;
     const owned = this.strategy.statusFields;
     if (subresource === 'status') {
-      next = clone(old);
+      next = await cloneInSlices(old);
       for (const f of owned) {
         if (body[f] === undefined) delete next[f];
         else next[f] = body[f];
@@ -325,7 +325,7 @@ export class Registry {
     if (this.def.namespaced) m.namespace = namespace;
     for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
       if (o[k] === undefined) delete m[k];
-      else m[k] = clone(o[k]) as never;
+      else m[k] = (await cloneInSlices(o[k])) as never;
     }
     m.resourceVersion = o.resourceVersion;
     if (m.finalizers?.length === 0) delete m.finalizers;
@@ -379,7 +379,7 @@ export class Registry {
       try {
         if (cur.metadata.finalizers?.length) {
           if (cur.metadata.deletionTimestamp) return cur; // already deleting
-          const next = clone(cur);
+          const next = await cloneInSlices(cur);
           next.metadata.deletionTimestamp = nowTimestamp();
           next.metadata.deletionGracePeriodSeconds = 0;
           if (opts.dryRun) return next;

@@ -39,6 +39,8 @@ export interface ServeOptions {
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
+  /** Trailer keys that name a person in a CommitRequest message (registry/commit-message-policy.ts). */
+  personTrailers: string[];
   /** Limits on what a git remote may send (--git-max-response-bytes). */
   git: { maxResponseBytes: number };
   controllers: Set<ControllerName>;

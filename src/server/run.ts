@@ -94,7 +94,7 @@ export async function run(c: CompletedConfig, log: Logger, releaseLock: () => vo
     version: c.version,
     resources: c.resources,
     strategies: {
-      commitrequests: commitRequestStrategy(authz.authorizer),
+      commitrequests: commitRequestStrategy(authz.authorizer, { personTrailers: opts.personTrailers }),
       gittargets: withGitTargetQuotas(gitTargetStrategy(authz.authorizer), store, opts.quotas),
       repositoryscans: repositoryScanStrategy(
         authz.authorizer,

@@ -62,7 +62,7 @@ test('replicas on one Redis: even shares, a fourth joins, a crash and a graceful
 
   // A fourth replica joins: a quarter each, taken from the others; the live ones it now owns move to it.
   started = Date.now();
-  const d = await fleet.add();
+  await fleet.add();
   const four = await settled(fleet.replicas, TOTAL, 30_000);
   t.diagnostic(`4 replicas: shares ${four.map((m) => m.owned).join(', ')}, settled ${Date.now() - started} ms after the 4th started`);
   assertEven(four.map((m) => m.owned), TOTAL);

@@ -37,13 +37,9 @@ const SMP = 'application/strategic-merge-patch+json';
 // (src/apiserver/patch.ts jsonSizeWithin, up to 5% over for these lists): objects patched in
 // place are filled to 90% of it.
 const PATCHED_OBJECT_BYTES = Math.floor(LIMIT_BYTES * 0.9);
-// Writes that store and answer a 3 MiB object still have synchronous steps of tens of
-// milliseconds (decoding the stored managedFields, deepEqual of old and new, the store's own
-// serialization): there the /healthz bound is reported, and recorded as a known gap, not enforced.
-// Measured on the 2-core machine at load 5–25: /healthz p99 194–530 ms while a 3 MiB dry-run create
-// runs (the result itself is checked exactly). The target (< 100 ms) is not met yet: a known gap.
-const DRY_RUN_GAP = 'a 3 MiB dry-run create still holds the event loop for 0.2-0.5 s at a time on a loaded 2-core machine (validation, managedFields of 136k items)';
-const STORED_GAP = 'update paths that store a 3 MiB object still hold the event loop in steps of tens of ms (managedFields decoding, deepEqual, store serialization)';
+// Every step of such a write that is proportional to the list yields the event loop (decoding,
+// validation, managedFields, copies, size checks, the answer: src/registry/apply/work.ts); what
+// cannot be split is JSON.parse of the 3 MiB body (about 10-60 ms of CPU) and the store's append.
 
 // The commitrequest role of docs/security.md, bound to alice in `default`.
 const POLICY = `
@@ -94,9 +90,9 @@ async function setup(t: TestContext): Promise<Setup> {
  * Runs `send` (an idempotent request) up to TRIES times until /healthz stayed within its bound (a
  * request that really blocks the server fails every try); `check` asserts the exact outcome of each.
  */
-type T = TestContext & { diagnostic(s: string): void; test(name: string, opts: { todo: string }, fn: () => void): Promise<void> };
+type T = TestContext & { diagnostic(s: string): void };
 
-async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Response>, check: (r: H2Response) => void, small: () => Promise<H2Response>, gap?: string): Promise<Measured> {
+async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Response>, check: (r: H2Response) => void, small: () => Promise<H2Response>): Promise<Measured> {
   const eighth = await measure(s.srv.pid, s.bystander, small);
   assert.ok(eighth.r.status < 300, `${name}, an eighth of the list: ${eighth.r.status} ${eighth.r.text.slice(0, 300)}`);
   const tries: string[] = [];
@@ -106,9 +102,8 @@ async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Respon
     check(m.r);
     // Linear: the whole list costs at most 16 times an eighth of it (10 ms ticks; quadratic is 64 times).
     assert.ok(m.cpuMs <= 16 * Math.max(eighth.cpuMs, 50), `${name}: server CPU ${m.cpuMs} ms for the list, ${eighth.cpuMs} ms for an eighth of it`);
-    if (healthzWithinBound(m) || gap) {
+    if (healthzWithinBound(m)) {
       t.diagnostic(`${name}: ${tries.join('; ')} (an eighth of the list: ${describe(eighth)})`);
-      if (gap) await t.test(`${name}: /healthz within 100 ms of its baseline`, { todo: gap }, () => assert.ok(healthzWithinBound(m), describe(m)));
       return m;
     }
     assert.ok(attempt < TRIES, `${name}: /healthz too slow while the request ran: ${tries.join('; ')}`);
@@ -134,7 +129,7 @@ test('a dry-run CommitRequest whose finalizers fill the body limit, from a user 
     assert.equal(o.metadata.managedFields.length, 1);
     const owned = o.metadata.managedFields[0].fieldsV1['f:metadata']['f:finalizers'];
     assert.deepEqual(Object.keys(owned), ['.', ...expected.map((f) => `v:${JSON.stringify(f)}`).sort()]);
-  }, post(JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))), DRY_RUN_GAP);
+  }, post(JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))));
   // Nothing was stored.
   assert.equal((await h2request(s.alice, 'GET', `${CR}/many`)).status, 404);
 });
@@ -155,7 +150,7 @@ test('a server-side apply whose finalizers fill the body limit', { timeout: 300_
     assert.deepEqual([entry.manager, entry.operation, entry.apiVersion], ['lists-test', 'Apply', 'configbutler.ai/v1alpha1']);
     assert.deepEqual(Object.keys(entry.fieldsV1['f:metadata']['f:finalizers']), expected.map((f) => `v:${JSON.stringify(f)}`).sort());
     assert.deepEqual(entry.fieldsV1['f:spec'], { 'f:message': {}, 'f:targetRef': { 'f:name': {} } });
-  }, apply('eighth', JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))), STORED_GAP);
+  }, apply('eighth', JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))));
   const stored = json(await h2request(s.admin, 'GET', `${CR}/applied`, { timeoutMs: 60_000 }), 200);
   assert.equal(stored.metadata.finalizers.length, n);
 });
@@ -172,12 +167,12 @@ test('strategic merge patches of a Deployment env list that fills the body limit
   assert.ok(valueBody.length > PATCHED_OBJECT_BYTES - 64 * 1024, `${valueBody.length} bytes`);
   await attack(t, s, `SMP merging ${n} env entries by name`, patch('envs', envValuePatch(n, 'b')), (r) => {
     assert.deepEqual(env(json(r, 200)), [['app', Array.from({ length: n }, (_, i) => ({ name: envName(i), value: 'b' }))]]);
-  }, patch('eighth', envValuePatch(Math.floor(n / 8), 'b')), STORED_GAP);
+  }, patch('eighth', envValuePatch(Math.floor(n / 8), 'b')));
   // As many deletions as fit the body limit (a deletion is longer than the entry it deletes).
   const d = Math.min(n, fill((k) => envDeletePatch(k)).n);
   await attack(t, s, `SMP deleting ${d} env entries ($patch: delete)`, patch('envs', envDeletePatch(d)), (r) => {
     assert.deepEqual(env(json(r, 200)), [['app', Array.from({ length: n - d }, (_, i) => ({ name: envName(d + i), value: 'b' }))]]);
-  }, patch('eighth', envDeletePatch(Math.floor(n / 8))), STORED_GAP);
+  }, patch('eighth', envDeletePatch(Math.floor(n / 8))));
 });
 
 test('a $setElementOrder reversing a Deployment env list that fills the body limit', { timeout: 300_000 }, async (t: any) => {
@@ -190,7 +185,7 @@ test('a $setElementOrder reversing a Deployment env list that fills the body lim
   await attack(t, s, `$setElementOrder of ${n} env entries`, patch('order', n), (r) => {
     const o = json(r, 200);
     assert.deepEqual(o.spec.template.spec.containers[0].env, Array.from({ length: n }, (_, i) => ({ name: envName(n - 1 - i) })));
-  }, patch('eighth', Math.floor(n / 8)), STORED_GAP);
+  }, patch('eighth', Math.floor(n / 8)));
 });
 
 test('strategic merge patches of a primitive list of half the body limit: finalizers added as a set, then $deleteFromPrimitiveList', { timeout: 300_000 }, async (t: any) => {
@@ -205,10 +200,10 @@ test('strategic merge patches of a primitive list of half the body limit: finali
     const o = json(r, 200);
     assert.deepEqual(o.metadata.finalizers, expected);
     assert.deepEqual(o.data, { a: '1' });
-  }, patch('eighth', finalizersPatch(Math.floor(n / 8), 'add')), STORED_GAP);
+  }, patch('eighth', finalizersPatch(Math.floor(n / 8), 'add')));
   await attack(t, s, `SMP removing ${n} finalizers ($deleteFromPrimitiveList)`, patch('fins', finalizersPatch(n, 'delete')), (r) => {
     const o = json(r, 200);
     assert.equal(o.metadata.finalizers, undefined);
     assert.deepEqual(o.data, { a: '1' });
-  }, patch('eighth', finalizersPatch(Math.floor(n / 8), 'delete')), STORED_GAP);
+  }, patch('eighth', finalizersPatch(Math.floor(n / 8), 'delete')));
 });

@@ -12,6 +12,8 @@ export type HostileMode =
   | 'pass'
   /** 401 with a Basic challenge (wrong credentials). */
   | 'status401'
+  /** 403 (credentials accepted, access refused). */
+  | 'status403'
   | 'status404'
   /** 503 (a transient server failure). */
   | 'status503'
@@ -58,6 +60,9 @@ export async function startHostileRemote(upstreamPort: number, mode: HostileMode
       case 'status401':
         res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"', 'Content-Type': 'text/plain' });
         return res.end('unauthorized');
+      case 'status403':
+        res.writeHead(403, { 'Content-Type': 'text/plain' });
+        return res.end('forbidden');
       case 'status404':
         res.writeHead(404, { 'Content-Type': 'text/plain' });
         return res.end('not found');

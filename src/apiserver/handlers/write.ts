@@ -56,7 +56,7 @@ function kindOf(h: HandlerContext): { kind: string; version: string } {
 export async function handleCreate(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
   const opts = writeOptions(h.query, 'create', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  const body = await decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
   await breathe();
   const { object, warnings } = await h.registry.create(requestContext(h), h.info.namespace, body.value, opts);
   await observe(h, 'create', opts.dryRun, object);
@@ -65,7 +65,7 @@ export async function handleCreate(h: HandlerContext): Promise<void> {
 
 export async function handleUpdate(h: HandlerContext): Promise<void> {
   const opts = writeOptions(h.query, 'update', h.req.headers['user-agent']);
-  const body = decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
+  const body = await decodeObjectBody(h.req.headers['content-type'], h.req.body, opts.fieldValidation, kindOf(h), h.registry.def.protobuf);
   await breathe();
   const { object, warnings } = await h.registry.update(requestContext(h), h.info.namespace, h.info.name, body.value, opts, h.info.subresource);
   await observe(h, 'update', opts.dryRun, object);
@@ -80,14 +80,14 @@ export async function handlePatch(h: HandlerContext): Promise<void> {
   if (kind === 'strategic' && !mergeKeys) throw status.unsupportedPatchType();
   const opts = writeOptions(h.query, 'patch', h.req.headers['user-agent'], kind === 'apply');
   if (kind === 'apply') {
-    const config = decodeApplyPatch(h.req.body, opts.fieldValidation);
+    const config = await decodeApplyPatch(h.req.body, opts.fieldValidation);
     await breathe();
     const { object, warnings, created } = await h.registry.apply(requestContext(h), h.info.namespace, h.info.name, config.value, opts, h.info.subresource);
     await observe(h, 'patch', opts.dryRun, object);
     await respondObject(h, created ? 201 : 200, object, [...config.warnings, ...warnings]);
     return;
   }
-  const patch = decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes, mergeKeys);
+  const patch = await decodePatch(kind, h.req.body, opts.fieldValidation, h.state.maxRequestBytes, mergeKeys);
   await breathe();
   const { object, warnings } = await h.registry.patch(requestContext(h), h.info.namespace, h.info.name, patch.apply, opts, h.info.subresource);
   await observe(h, 'patch', opts.dryRun, object);
@@ -95,7 +95,7 @@ export async function handlePatch(h: HandlerContext): Promise<void> {
 }
 
 /** DeleteOptions from the body (kubectl) and/or the query string. */
-function deleteOptions(h: HandlerContext): DeleteOptions {
+async function deleteOptions(h: HandlerContext): Promise<DeleteOptions> {
   let body: Record<string, any> = {};
   const raw = h.req.body;
   if (Buffer.isBuffer(raw) && raw.length > 0) {
@@ -103,7 +103,7 @@ function deleteOptions(h: HandlerContext): DeleteOptions {
     if (mt !== '' && mt !== 'application/json' && mt !== 'application/yaml') {
       throw status.unsupportedMediaType('the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
     }
-    const decoded = decodeObjectBody(mt === '' ? 'application/json' : mt, raw, 'Ignore').value;
+    const decoded = (await decodeObjectBody(mt === '' ? 'application/json' : mt, raw, 'Ignore')).value;
     if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) throw status.badRequest('DeleteOptions must be a JSON object');
     body = decoded as Record<string, any>;
   }
@@ -128,14 +128,14 @@ function deleteOptions(h: HandlerContext): DeleteOptions {
 
 export async function handleDelete(h: HandlerContext): Promise<void> {
   if (h.info.subresource) throw status.methodNotAllowed();
-  const opts = deleteOptions(h);
+  const opts = await deleteOptions(h);
   const obj = await h.registry.delete(requestContext(h), h.info.namespace, h.info.name, opts);
   await observe(h, 'delete', opts.dryRun, obj);
   await respondObject(h, 200, obj);
 }
 
 export async function handleDeleteCollection(h: HandlerContext): Promise<void> {
-  const opts = deleteOptions(h);
+  const opts = await deleteOptions(h);
   const list = parseListOptions(h.query, h.registry.def);
   if (list.watch) throw status.badRequest('watch is not supported on deletecollection');
   const cluster = h.info.cluster;

@@ -3,6 +3,12 @@
 // the file's path, and namespace/name — `Update configmaps team-a/one`, `Delete configmaps
 // team-a/one`; several changes are `<Verb> N objects in <GitTarget>` (Update: all writes, Delete:
 // all deletions, Change: both) with one body line per change.
+//
+// A generated message carries no trailers, ever (docs/attribution.md#trailers): a mirrored commit's
+// author is the audited user, and nothing in an object may name anyone else. Names come from the
+// source cluster (an RBAC object's name may hold a line break and "Co-authored-by: ..."), so every
+// control character in them is escaped: the subject stays one line, and each body line starts
+// with "- ", which git never reads as a trailer (api/commit-trailers.ts).
 import type { Window } from './record.js';
 import type { PendingChange } from './types.js';
 
@@ -15,9 +21,14 @@ function resourceOf(c: PendingChange): string {
 /** The subject of a commit of what changed while no replica watched the source (docs/git-engine.md). */
 export const RESYNC_SUBJECT = 'Resync: changes made while reverser-apiserver was not watching';
 
+/** `s` on one line of plain text: control characters (line breaks, ESC, ...) as \uXXXX escapes. */
+function plain(s: string): string {
+  return s.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function describe(c: PendingChange): string {
   const { namespace, name } = c.op === 'write' ? c.object.metadata : c.ref;
-  return `${resourceOf(c)} ${namespace ? `${namespace}/` : ''}${name}`;
+  return plain(`${resourceOf(c)} ${namespace ? `${namespace}/` : ''}${name}`);
 }
 
 const verb = (c: PendingChange) => (c.op === 'write' ? 'Update' : 'Delete');

@@ -219,19 +219,38 @@ export class FieldSet {
   }
 
   static fromFieldsV1(v: unknown): FieldSet {
+    return finish(FieldSet.fromFieldsV1Work(v));
+  }
+
+  /** fromFieldsV1 in slices: a stored list of 100,000 items has as many fieldsV1 keys to decode. */
+  static *fromFieldsV1Work(v: unknown): Work<FieldSet> {
     const out = new FieldSet();
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('fieldsV1 must be a JSON object');
-    for (const [k, sub] of Object.entries(v as Record<string, unknown>)) {
+    const o = v as Record<string, unknown>;
+    let i = 0;
+    // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
+    for (const k of Object.keys(o)) {
+      if ((++i & YIELD_MASK) === YIELD_MASK) yield;
       if (k === '.') continue;
+      const sub = o[k];
       const pe = deserialize(k);
       if (sub === null || typeof sub !== 'object' || Array.isArray(sub)) throw new Error(`fieldsV1 entry ${JSON.stringify(k)} must be an object`);
-      const keys = Object.keys(sub);
-      if (keys.length === 0 || keys.includes('.')) out.members.set(serialize(pe), pe);
-      if (keys.some((x) => x !== '.')) {
-        const child = FieldSet.fromFieldsV1(sub);
+      let empty = true;
+      let dot = false;
+      let other = false;
+      for (const x in sub) {
+        empty = false;
+        if (x === '.') dot = true;
+        else other = true;
+        if (dot && other) break;
+      }
+      if (empty || dot) out.members.set(serialize(pe), pe);
+      if (other) {
+        const child = yield* FieldSet.fromFieldsV1Work(sub);
         if (!child.empty()) out.children.set(serialize(pe), { pe, set: child });
       }
     }
     return out;
   }
+
 }

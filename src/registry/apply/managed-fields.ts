@@ -39,11 +39,16 @@ export function printManager(e: ManagerEntry): string {
 
 /** Decodes managedFields; throws on an entry kube would refuse (bad operation, no apiVersion, bad fieldsV1). */
 export function decodeManagedFields(entries: unknown): Managed {
+  return finish(decodeManagedFieldsWork(entries));
+}
+
+/** decodeManagedFields in slices: a stored entry may own every item of a 3 MiB list. */
+export function* decodeManagedFieldsWork(entries: unknown): Work<Managed> {
   const out: Managed = new Map();
   if (entries === undefined || entries === null) return out;
   if (!Array.isArray(entries)) throw new Error('managedFields must be a list');
-  entries.forEach((raw, i) => {
-    const e = (raw ?? {}) as Record<string, unknown>;
+  for (let i = 0; i < entries.length; i++) {
+    const e = (entries[i] ?? {}) as Record<string, unknown>;
     if (e.operation !== 'Apply' && e.operation !== 'Update') throw new Error('operation must be `Apply` or `Update`');
     if (typeof e.apiVersion !== 'string' || e.apiVersion === '') throw new Error('apiVersion must not be empty');
     if (e.fieldsType === undefined || e.fieldsType === '') throw new Error(`missing fieldsType in managed fields entry ${i}`);
@@ -55,11 +60,11 @@ export function decodeManagedFields(entries: unknown): Managed {
       operation: e.operation,
       apiVersion: e.apiVersion,
       subresource,
-      set: e.fieldsV1 === undefined || e.fieldsV1 === null ? new FieldSet() : FieldSet.fromFieldsV1(e.fieldsV1),
+      set: e.fieldsV1 === undefined || e.fieldsV1 === null ? new FieldSet() : yield* FieldSet.fromFieldsV1Work(e.fieldsV1),
     };
     if (typeof e.time === 'string' && e.time !== '') entry.time = e.time;
     out.set(managerId(manager, e.operation, e.apiVersion, subresource), entry);
-  });
+  }
   return out;
 }
 
