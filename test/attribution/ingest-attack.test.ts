@@ -81,8 +81,10 @@ test('attacks on the audit listener', async (t) => {
     report.deepJSON = { bytes: body.length, ms: Math.round(performance.now() - t0), worstHealthzMs: worstMs, peakRssMiB: peakRss };
   });
 
-  await t.test('2000 connections that never handshake, and 300 without a certificate, hold nothing for long', async () => {
+  await t.test('2000 connections that never handshake, and 300 without a certificate, hold nothing for long', async (t2) => {
     const sockets: Socket[] = [];
+    // A failed assertion must not leave 2,000 sockets holding the test file open until its deadline.
+    t2.after(() => { for (const s of sockets) s.destroy(); });
     const rssBefore = rssMiB(srv.pid);
     const { worstMs, peakRss } = await watchingHealth(srv, async () => {
       // In batches of 200, each connected before the next: 2,000 SYNs at once overflow the listen
