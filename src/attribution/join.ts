@@ -3,7 +3,7 @@
 // durable staging list, the grace, the order) lives with the commit windows, which own the record
 // the staged changes are kept in (controllers/windows/staging.ts).
 import type { KubeObject } from '../model/object.js';
-import { authorOfIdentity, UNRESOLVED_AUTHOR, type AuthorIdentity } from './author.js';
+import { authorOfIdentity, UNRESOLVED_AUTHOR, type AuthorIdentity } from '../model/author.js';
 import { DEFAULT_CLUSTER } from '../storage/types.js';
 import { sandboxRoute } from './sandbox.js';
 import { HOSTING_ROUTE, type AttributionFacts, type FactMatch, type FactQuery, type FactTier } from './types.js';

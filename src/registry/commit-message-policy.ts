@@ -2,11 +2,11 @@
 // `Co-authored-by:` trailer as a co-author, and `Signed-off-by:` and its kin name people too, so a
 // trailer naming someone is an asserted author like spec.author: it needs the same verb
 // (assert-author on the GitTarget, auth/assert-author.ts), unless it names the submitter as the
-// server derives the submitter's commit identity (attribution/author.ts). Trailers are found as git
+// server derives the submitter's commit identity (model/author.ts). Trailers are found as git
 // finds them (api/commit-trailers.ts), with and without the "---" divider, so no reading of the
 // commit shows a person the server did not verify. docs/security.md#trailers-name-people.
 import { allTrailerReadings, type Trailer } from '../api/commit-trailers.js';
-import { authorOfIdentity, type AuthorIdentity } from '../attribution/author.js';
+import { authorOfIdentity, type AuthorIdentity } from '../model/author.js';
 import { checkAssertAuthor } from '../auth/index.js';
 import { goQuote } from '../auth/messages.js';
 import type { Authorizer, UserInfo } from '../auth/types.js';

@@ -8,7 +8,7 @@ import { createEmbeddedStore } from '../../src/storage/embedded.js';
 import { DEFAULT_CLUSTER } from '../../src/storage/types.js';
 import { StatusError } from '../../src/api/status.js';
 import { effectiveRoute } from '../../src/attribution/join.js';
-import { authorOfIdentity } from '../../src/attribution/author.js';
+import { authorOfIdentity } from '../../src/model/author.js';
 
 const ctx = { cluster: DEFAULT_CLUSTER, user: { username: 'alice', groups: ['system:authenticated'] } };
 const opts: WriteOptions = { dryRun: false, fieldManager: 'test', fieldValidation: 'Strict' };

@@ -1,14 +1,14 @@
 // Who authors a CommitRequest's commit (docs/api.md#commitrequest, docs/attribution.md): the asserted author
 // (spec.author, authorized at create), else the submitter — named by the same rules as an audited
-// user (attribution/author.ts). The committer is always the server identity and is not decided here.
-import { authorOfIdentity } from '../../attribution/author.js';
+// user (model/author.ts). The committer is always the server identity and is not decided here.
+import { authorOfIdentity } from '../../model/author.js';
 import { windowKeyOfUser } from '../../attribution/join.js';
 import type { Person } from '../../git/index.js';
 import type { KubeObject } from '../../storage/types.js';
 import type { AuthorKind } from '../windows/record.js';
 import type { CommitRequestSpec } from '../../api/commitrequest.js';
 
-export { derivedEmail } from '../../attribution/author.js';
+export { derivedEmail } from '../../model/author.js';
 
 export interface Authorship {
   author: Person;
