@@ -35,20 +35,16 @@
 //   consistent choice. Nothing acknowledged is ever dropped.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from './types.js';
-import {
-  LOG_FORMAT, decodeSnapshot, encodeSnapshotSliced, envelope, envelopeSliced, logRecovery, refusal, snapshotRecovery, type LogHeader,
-} from './durable-format.js';
-import { readV1, readV2, type LogRecord, type Warn } from './durable-read.js';
-import { readIfExists, replaceFile, writeAll } from './durable-files.js';
+import { encodeSnapshotSliced, envelope, envelopeSliced, logRecovery, refusal } from './durable-format.js';
+import { LOG, SNAPSHOT, logHeaderLine, openStoreDir, type LogRecord, type Warn } from './durable-read.js';
+import { replaceFile, writeAll } from './durable-files.js';
 import { sizeWithin } from './sliced-json.js';
 
 export type { LogRecord, Warn } from './durable-read.js';
 
-const LOG = 'log.jsonl';
-const SNAPSHOT = 'snapshot.json';
 /** How often a failed log tries to write a snapshot and accept writes again. */
 export const RECOVER_MS = 1_000;
 /** Default size past which the log is compacted into a snapshot (when larger than the snapshot). */
@@ -92,11 +88,6 @@ interface Waiter {
   payload?: Record<string, unknown>;
   resolve(): void;
   reject(err: Error): void;
-}
-
-function logHeaderLine(snapshot: string | null, after: number): string {
-  const h: LogHeader = { log: LOG_FORMAT, snapshot, after };
-  return envelope(JSON.stringify(h));
 }
 
 function toBuffers(lines: ReadonlyArray<string | Buffer[]>): Buffer[] {
@@ -164,53 +155,15 @@ export class DurableLog {
    */
   static async open<S>(dir: string, capture: () => unknown, opts: DurableLogOptions = {}): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
     const warn = opts.warn ?? (() => {});
-    await mkdir(dir, { recursive: true });
-    const logPath = join(dir, LOG);
-    const snapPath = join(dir, SNAPSHOT);
-    const snapBuf = await readIfExists(snapPath);
-    const logBuf = await readIfExists(logPath);
-    const snap = snapBuf ? decodeSnapshot(snapBuf, snapPath, snapshotRecovery(dir)) : undefined;
-    if (snapBuf && !logBuf) {
-      throw refusal(logPath, 0, `is missing while ${snapPath} exists (the writes recorded after the snapshot would be lost)`,
-        `Nothing was loaded or changed. To recover, restore ${dir} from a backup; or, accepting the loss of every write after the snapshot, create an empty ${logPath} and start again`);
-    }
-    // Format 1 (earlier versions): a headerless snapshot, a log of bare {"s":...} lines, or the
-    // empty log an earlier version created at its first start.
-    const v1 = snap?.version === 1 || (logBuf !== undefined && (/^\{"s":/.test(logBuf.subarray(0, 8).toString()) || (logBuf.length === 0 && !snap)));
-    const parsed = v1
-      ? readV1(dir, logPath, logBuf, snap ? (snap.version === 1 ? snap.body.seq : snap.header.seq) : 0, snapPath, warn)
-      : readV2(dir, logPath, logBuf, snap?.version === 2 ? snap.header : undefined, snapPath, warn);
-    const snapshot = snap ? (snap.body as S) : undefined;
-    let fh: FileHandle;
-    if (!logBuf) {
-      await replaceFile(dir, LOG, logHeaderLine(null, 0));
-      fh = await open(logPath, 'a');
-    } else {
-      // New appends must never follow a torn tail or a line without its newline.
-      if (parsed.tornAt !== undefined) {
-        const t = await open(logPath, 'r+');
-        try {
-          await t.truncate(parsed.tornAt);
-          await t.datasync();
-        } finally {
-          await t.close();
-        }
-      }
-      fh = await open(logPath, 'a');
-      if (parsed.missingNewline) {
-        await fh.write('\n');
-        await fh.datasync();
-      }
-    }
+    const { snapshot, parsed, v1, fh, logBytes, snapshotBytes } = await openStoreDir(dir, warn);
     const log = new DurableLog(dir, fh, parsed.seq, capture, opts, warn);
     log.sinceSnapshot = parsed.records.length;
-    log.logBytes = logBuf?.length ?? 0;
-    log.snapshotBytes = snapBuf?.length ?? 0;
-    const loaded: Loaded<S> = { snapshot, records: parsed.records, offsets: parsed.offsets };
+    log.logBytes = logBytes;
+    log.snapshotBytes = snapshotBytes;
+    const loaded: Loaded<S> = { snapshot: snapshot as S | undefined, records: parsed.records, offsets: parsed.offsets };
     if (v1) loaded.convertedFrom = 1;
     return { log, loaded };
   }
-
 
   /** A start-up refusal for a record found wrong while replaying it (at `offset` in the log). */
   damaged(offset: number, problem: string): Error {

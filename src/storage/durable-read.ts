@@ -1,7 +1,18 @@
-// Reading the embedded store's log at start-up (durable-log.ts opens the directory, these split
-// and check its lines): format 2 with checksums and a header naming the snapshot, or format 1 of
+// Opening the embedded store's directory at start-up for durable-log.ts: reading the snapshot and
+// splitting and checking the log's lines: format 2 with checksums and a header naming the snapshot, or format 1 of
 // earlier versions. Every problem is a StartupRefusedError naming the file and byte offset.
-import { LOG_FORMAT, decodeLine, logRecovery, refusal, snapshotRecovery, type LogHeader } from './durable-format.js';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LOG_FORMAT, decodeLine, decodeSnapshot, envelope, logRecovery, refusal, snapshotRecovery, type LogHeader } from './durable-format.js';
+import { readIfExists, replaceFile } from './durable-files.js';
+
+export const LOG = 'log.jsonl';
+export const SNAPSHOT = 'snapshot.json';
+
+export function logHeaderLine(snapshot: string | null, after: number): string {
+  const h: LogHeader = { log: LOG_FORMAT, snapshot, after };
+  return envelope(JSON.stringify(h));
+}
 
 export interface LogRecord {
   s: number;
@@ -122,3 +133,49 @@ export function readV1(dir: string, logPath: string, buf: Buffer | undefined, ba
   return { records, offsets, seq, tornAt, missingNewline };
 }
 
+
+/**
+ * Reads (creating the directory and an empty log) the snapshot and the log, repairs a torn tail
+ * or a missing last newline so appends can follow, and opens the log for appending. Throws
+ * StartupRefusedError when they are damaged; changes nothing on disk in that case.
+ */
+export async function openStoreDir(dir: string, warn: Warn) {
+    await mkdir(dir, { recursive: true });
+    const logPath = join(dir, LOG);
+    const snapPath = join(dir, SNAPSHOT);
+    const snapBuf = await readIfExists(snapPath);
+    const logBuf = await readIfExists(logPath);
+    const snap = snapBuf ? decodeSnapshot(snapBuf, snapPath, snapshotRecovery(dir)) : undefined;
+    if (snapBuf && !logBuf) {
+      throw refusal(logPath, 0, `is missing while ${snapPath} exists (the writes recorded after the snapshot would be lost)`,
+        `Nothing was loaded or changed. To recover, restore ${dir} from a backup; or, accepting the loss of every write after the snapshot, create an empty ${logPath} and start again`);
+    }
+    // Format 1 (earlier versions): a headerless snapshot, a log of bare {"s":...} lines, or the
+    // empty log an earlier version created at its first start.
+    const v1 = snap?.version === 1 || (logBuf !== undefined && (/^\{"s":/.test(logBuf.subarray(0, 8).toString()) || (logBuf.length === 0 && !snap)));
+    const parsed = v1
+      ? readV1(dir, logPath, logBuf, snap ? (snap.version === 1 ? snap.body.seq : snap.header.seq) : 0, snapPath, warn)
+      : readV2(dir, logPath, logBuf, snap?.version === 2 ? snap.header : undefined, snapPath, warn);
+    let fh: FileHandle;
+    if (!logBuf) {
+      await replaceFile(dir, LOG, logHeaderLine(null, 0));
+      fh = await open(logPath, 'a');
+    } else {
+      // New appends must never follow a torn tail or a line without its newline.
+      if (parsed.tornAt !== undefined) {
+        const t = await open(logPath, 'r+');
+        try {
+          await t.truncate(parsed.tornAt);
+          await t.datasync();
+        } finally {
+          await t.close();
+        }
+      }
+      fh = await open(logPath, 'a');
+      if (parsed.missingNewline) {
+        await fh.write('\n');
+        await fh.datasync();
+      }
+    }
+    return { snapshot: snap?.body, parsed, v1, fh, logBytes: logBuf?.length ?? 0, snapshotBytes: snapBuf?.length ?? 0 };
+}
