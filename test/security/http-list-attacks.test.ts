@@ -44,8 +44,8 @@ const PATCHED_OBJECT_BYTES = Math.floor(LIMIT_BYTES * 0.9);
 // body (about 10-60 ms of CPU).
 // A known gap, recorded rather than enforced: the server-side apply below passed the bound in some
 // runs and missed it in others (/healthz p99 144-320 ms while the Go build of a cold CI run shared
-// the 2 cores; the attack bench measured p99 1,023 ms with the synchronous snapshot, 351 ms at load
-// 2 and 630 ms at load 12 after it was sliced): the exact result and the CPU bound are still
+// the 2 cores; the attack bench measured p99 1,023 ms and 351 ms (load 2) with the synchronous
+// snapshot, 630 ms at load 12 after it was sliced): the exact result and the CPU bound are still
 // asserted every time.
 const SNAPSHOT_GAP = 'a server-side apply that stores a 3 MiB object still misses the /healthz bound on a loaded machine (the attack bench: p99 351-630 ms)';
 
