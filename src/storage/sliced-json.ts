@@ -87,7 +87,7 @@ export async function stringifySliced(value: unknown, out: HashedBytes): Promise
   w.flush();
 }
 
-/** Yields to the event loop once SLICE_MS have passed since the last yield. */
+/** One turn of the event loop (timers and I/O run before the work goes on). */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
