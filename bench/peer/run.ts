@@ -13,6 +13,9 @@
 // a restart finds its GitTarget and re-lists the source (the peer's "ready" was of a running
 // operator's restart too).
 //
+// The server runs with the container image's node flags and environment (the Dockerfile's), as
+// shipped; BENCH_SERVER_NODE_ARGS='' and BENCH_SERVER_IMAGE_ENV=off measure node's defaults.
+//
 // The peer's figures are not measured here (building and running the Go operator needs its CRDs,
 // webhooks and a control plane): they are the outside run's, recorded in PEER below, and each row
 // states its ratio against them.
@@ -23,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { agentFor, fmt, request, type Target } from '../common/load.js';
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { processCpuMs } from '../common/cpu.js';
-import { beginRun, machineFacts } from '../common/results.js';
+import { beginRun, machineFacts, REPO_ROOT } from '../common/results.js';
 import { pool, GV } from '../scale/tenants.js';
 
 const argv = process.argv.slice(2);
@@ -37,7 +40,22 @@ const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const NS = 'peer';
 const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const nodeArgs = () => (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const dockerfile = () => readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+/**
+ * The server's node flags: the container image's (the Dockerfile's ENTRYPOINT, so the bench measures
+ * the server as it is shipped), or BENCH_SERVER_NODE_ARGS when set (e.g. '' for node's defaults).
+ */
+function nodeArgs(): string[] {
+  if (process.env.BENCH_SERVER_NODE_ARGS !== undefined) return process.env.BENCH_SERVER_NODE_ARGS.split(' ').filter(Boolean);
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile())?.[1];
+  const argv = entry ? (JSON.parse(entry) as string[]) : [];
+  return argv.slice(1, argv.findIndex((a) => a.endsWith('main.js')));
+}
+/** The image's `ENV K=V` lines, unless BENCH_SERVER_IMAGE_ENV=off (node's and glibc's defaults). */
+function imageEnv(): Record<string, string> {
+  if (process.env.BENCH_SERVER_IMAGE_ENV === 'off') return {};
+  return Object.fromEntries([...dockerfile().matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+}
 const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
 
 /**
@@ -64,7 +82,7 @@ interface Start {
 /** Spawns the server and polls /readyz, then a GET of GitTargets, every 10 ms. */
 async function spawnTimed(args: string[]): Promise<{ child: Child; start: Start; t: Target }> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [...nodeArgs(), MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...nodeArgs(), MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...imageEnv() } });
   let out = '';
   const onData = (c: Buffer) => (out = (out + c.toString()).slice(-20_000));
   proc.stdout!.on('data', onData);
@@ -225,7 +243,7 @@ async function benchSize(n: number, tmp: string, redisUrl: string, order: number
     title: `One GitTarget mirroring ${n.toLocaleString('en-US')} ConfigMaps, against the Go operator's figures`,
     columns: { value: 'ours', baseline: 'Go operator (recorded)' },
     order,
-    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: nodeArgs(), quick },
+    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: nodeArgs(), env: imageEnv(), quick },
     started,
   });
   run.samples('start ms to /readyz, to GET (fresh, restart)', [first.start.readyMs, first.start.getMs, restart.readyMs, restart.getMs]);
