@@ -24,6 +24,7 @@ import { beginRun, machineFacts, spread } from '../common/results.js';
 import { createTenant, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
+import { collectCommits, stageFigures, type EditTimes } from './stages.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -43,6 +44,8 @@ function serverArgs(port: number, dataDir: string, certDir: string, redisUrl: st
   return [MAIN, 'serve', '--storage=redis', '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--sandbox', '--log-level=warn', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0'];
 }
 
+/** BENCH_SERVER_ARGS: more flags for the measured server of the tenants part (e.g. `--git-workers=1` for a baseline). */
+const extraServerArgs = () => (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 const nodeArgs = () => (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
@@ -118,7 +121,10 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
   await redis.flushall();
   const port = await freePort();
   const dataDir = join(tmp, `data-${n}`);
-  const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...serverArgs(port, dataDir, certDir, redisUrl)], /serving/, 60_000);
+  // At info level the server logs each commit's milestones (bench/scale/stages.ts reads them).
+  const args = serverArgs(port, dataDir, certDir, redisUrl).map((a) => (a === '--log-level=warn' ? '--log-level=info' : a));
+  const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...args, ...extraServerArgs()], /serving/, 60_000);
+  const commitLines = collectCommits(child.proc.stderr!);
   const t: Target = { host: '127.0.0.1', port, tls: tls(certDir) };
   const agent = agentFor(t, 16);
   let stopping = false;
@@ -164,6 +170,8 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const watch = watchCommits(t, st.rv);
     await sleep(500);
     const lat: number[] = [];
+    const times: EditTimes[] = [];
+    const wall = (at: number) => performance.timeOrigin + at;
     const begin = performance.now();
     await Promise.all(
       order_.map(async (i, k) => {
@@ -176,6 +184,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
         const seen = await Promise.race([watch.next(ns, st.sha.get(ns) ?? ''), sleep(120_000).then(() => undefined)]);
         if (!seen) throw new Error(`${ns}: no commit within 120 s of its edit`);
         lat.push(seen.at - sent);
+        times.push({ ns, sentAt: wall(sent), seenAt: wall(seen.at) });
       }),
     );
     watch.stop();
@@ -190,8 +199,11 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
       checked++;
     }
     log(`edits: ${edits} at ${EDITS_PER_SECOND}/s, PATCH → pushed commit p50 ${fmt(quantile(lat, 0.5), 0)} ms, p99 ${fmt(quantile(lat, 0.99), 0)} ms; ${checked} checked in git`);
+    const stages = stageFigures(times, commitLines.forEdit, IDLE_SECONDS * 1000);
+    commitLines.stop();
+    for (const f of stages.figures) log(`  stage ${f.stage}: p50 ${fmt(f.p50, 0)} ms, p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms`);
 
-    const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, quick }, started });
+    const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, quick, serverArgs: extraServerArgs() }, started });
     run.samples('edit → pushed commit ms', lat);
     run.row({ metric: 'first GitTarget create → all Ready', unit: 's', value: readyMs / 1000, digits: 1, notes: `creating the ${n} GitTargets (after their namespaces and ${objects} ConfigMaps each, 16 requests in flight) took ${fmt(createdMs / 1000, 1)} s of it` });
     const big = n >= 10_000;
@@ -202,6 +214,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const p99 = quantile(lat, 0.99);
     run.row({ metric: `edit → pushed commit, p50 (${edits} edits at ${EDITS_PER_SECOND}/s)`, unit: 'ms', value: quantile(lat, 0.5), digits: 0 });
     run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
+    for (const f of stages.figures) run.row({ metric: `stage: ${f.stage}, p50 / p99`, unit: 'ms', value: f.p50, digits: 0, notes: `p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms; ${f.what} (${stages.matched} of ${edits} edits matched to the server's commit lines)` });
     run.write();
   } finally {
     stopping = true;
