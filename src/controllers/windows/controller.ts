@@ -29,6 +29,15 @@ import { LEASE_RETRY_MS, PENDING_STATUS_INTERVAL_MS, UNSYNCED_RETRY_MS, closeFir
 import type { TargetKey } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
+
+/**
+ * GitTargets reconciled at once. A reconcile mostly waits (store round trips, the git worker
+ * pool), so with a handful of slots every tenant queued behind a few commits in progress: at 50
+ * edits/s over 1,000 GitTargets, 4 slots held edits ~10 s before their commit began (the stages
+ * of bench/scale). One key still runs once at a time (runtime/queue.ts), so a GitTarget's windows
+ * stay in order, and commits to one repository are serialized by the git worker that owns it.
+ */
+export const WINDOWS_CONCURRENCY = 64;
 export { LEASE_RETRY_MS };
 
 export interface WindowsControllerDeps {
@@ -87,7 +96,7 @@ export class WindowsController {
     this.commits = new WindowCommits({ ...deps, records: this.records, sink: this.sink, clock: this.clock, writeTargetStatus: (gt, s) => this.writeTargetStatus(gt, s) });
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
     // A failed commit's backoff holds against our own status and record writes (backoff.ts).
-    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
+    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: WINDOWS_CONCURRENCY, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
     deps.gitTargets.on({
       upsert: (o, old) => {
         const key = keyOf(o, clusterOf(o));
