@@ -4,6 +4,7 @@
 //   order they were handed over (src/git/engine.ts `serialized`), and keep its cached clone warm;
 // - different repositories commit in parallel on as many threads as there are workers.
 // A worker that dies fails only its own in-flight commits (worker.ts); they are retried as before.
+import { createHash } from 'node:crypto';
 import type { CommitInput, CommitResult, FolderInput, ObjectRef, RepositoryInput, ScanInput } from './engine.js';
 import type { ScanReport } from '../analyzer/types.js';
 import { GitWorker, type CommitEngine, type CommitOptions, type GitWorkerOptions } from './worker.js';
@@ -20,14 +21,13 @@ export function routingKey(r: RepositoryInput): string {
   return r.url.startsWith('local:') ? `${r.url}\0${r.tenant?.cluster ?? ''}\0${r.tenant?.namespace ?? ''}` : r.url;
 }
 
-/** FNV-1a: stable across processes and restarts, so a repository keeps its worker. */
+/**
+ * A well-mixed 32-bit hash, stable across processes and restarts, so a repository keeps its
+ * worker. (Not FNV-1a: its low bit is the parity of the characters' low bits, and a local: key
+ * names its tenant's namespace twice, so every tenant's key landed on the same one of two workers.)
+ */
 function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
+  return createHash('sha256').update(s).digest().readUInt32BE(0);
 }
 
 export class GitWorkerPool implements CommitEngine {

@@ -58,6 +58,12 @@ test('routing: local: names per tenant, remote URLs whatever the credentials; a 
     assert.equal(a.workerFor(r), a.workerFor({ ...r, credentials: { username: 'u', password: 'p' } }));
     assert.equal([0, 1, 2].find((k) => (a as unknown as { workers: unknown[] }).workers[k] === a.workerFor(r)), [0, 1, 2].find((k) => (b as unknown as { workers: unknown[] }).workers[k] === b.workerFor(r)));
   }
+  // Tenants as the scale bench makes them (local:<ns> in namespace <ns>) spread evenly: with FNV-1a
+  // all 1,000 of them went to one of two workers.
+  const two = new GitWorkerPool({ dataDir: '/nonexistent' }, 2);
+  const first = (two as unknown as { workers: unknown[] }).workers[0];
+  const onFirst = Array.from({ length: 1000 }, (_, i) => `t${String(i).padStart(5, '0')}`).filter((ns) => two.workerFor({ url: `local:${ns}`, tenant: { cluster: '_', namespace: ns } }) === first).length;
+  assert.ok(onFirst > 400 && onFirst < 600, `${onFirst} of 1,000 tenants on the first of two workers`);
   assert.throws(() => new GitWorkerPool({ dataDir: '/nonexistent' }, 0), /at least one worker, got 0/);
 });
 
