@@ -76,6 +76,8 @@ export class WindowsController {
   private readonly sweptAt = new Map<string, number>();
   private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
+  /** Keys whose window record (as cached) has changes waiting for their author: the ones a fact may move. */
+  private readonly staged = new Set<string>();
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.clock = deps.clock ?? realClock;
@@ -116,15 +118,24 @@ export class WindowsController {
     this.windows.on({
       upsert: (o) => {
         const key = keyOf(o, clusterOf(o));
+        if ((o as WindowRecord).staging?.length) this.staged.add(key);
+        else this.staged.delete(key);
         this.queue.add(key);
         // While a GitTarget's commits fail, reconciles wait out the backoff: pendingChanges follows the record from here.
         if (this.commits.failing.has(key)) this.pendingWrites.note(key);
       },
-      delete: () => undefined,
+      delete: (o) => void this.staged.delete(keyOf(o, clusterOf(o))),
     });
-    // Facts arrived on a route (posted to this replica): its targets look again now.
+    // Facts arrived on a route (posted to this replica): the targets with changes waiting for their
+    // author on it look again now. Only those: every GitTarget mirroring the sandbox shares one route,
+    // and waking all of them on every sandbox write (1,000 reconciles per edit at 1,000 tenants)
+    // swamped the queue. A record whose staged change reaches the cache after the fact is reconciled
+    // on its own event, and facts posted to another replica are polled (decisions.ts stagingWakeAt).
     this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
-      for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
+      for (const key of this.staged) {
+        const gt = deps.gitTargets.get(key);
+        if (gt && this.routeOf(gt) === route) this.queue.add(key);
+      }
     });
     deps.keeper.onRebalance((ownedBefore) => {
       for (const key of movedKeys(deps.gitTargets.list(), ownedBefore, (n) => deps.keeper.owns(n))) this.queue.add(key);
