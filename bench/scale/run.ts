@@ -24,7 +24,7 @@ import { beginRun, machineFacts, spread } from '../common/results.js';
 import { createTenant, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
-import { collectCommits, stageFigures, type EditTimes } from './stages.js';
+import { collectCommits, stageFigures, threadCpuMs, type EditTimes } from './stages.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -169,6 +169,9 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     st = await readyCount(t, agent);
     const watch = watchCommits(t, st.rv);
     await sleep(500);
+    // What the edits cost, whatever the machine's load: the server's CPU (main thread, other threads) and Redis commands, per edit.
+    const editCpu0 = threadCpuMs(child.pid);
+    const editCmds0 = await redisCommandCalls(redis);
     const lat: number[] = [];
     const times: EditTimes[] = [];
     const wall = (at: number) => performance.timeOrigin + at;
@@ -188,6 +191,10 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
       }),
     );
     watch.stop();
+    const editCpu1 = threadCpuMs(child.pid);
+    const editCmds = Object.values(commandDelta(editCmds0, await redisCommandCalls(redis))).reduce((a, b) => a + b, 0);
+    const perEdit = { main: (editCpu1.main - editCpu0.main) / edits, others: (editCpu1.others - editCpu0.others) / edits, cmds: editCmds / edits };
+    log(`edit phase: server CPU per edit ${fmt(perEdit.main, 1)} ms main thread + ${fmt(perEdit.others, 1)} ms other threads, ${fmt(perEdit.cmds, 1)} Redis commands per edit`);
     // A sample checked in Git: the edit is in the branch of the tenant's own repository.
     const gitRoot = join(dataDir, 'git');
     let checked = 0;
@@ -214,6 +221,8 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const p99 = quantile(lat, 0.99);
     run.row({ metric: `edit → pushed commit, p50 (${edits} edits at ${EDITS_PER_SECOND}/s)`, unit: 'ms', value: quantile(lat, 0.5), digits: 0 });
     run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
+    run.row({ metric: 'server CPU per edit, main thread', unit: 'ms', value: perEdit.main, digits: 1, notes: `other threads (git workers, libuv, GC) ${fmt(perEdit.others, 1)} ms; from the first edit to the last commit seen, /proc per thread` });
+    run.row({ metric: 'Redis commands per edit', unit: 'cmds', value: perEdit.cmds, digits: 1, notes: 'INFO commandstats over the edit phase (the at-rest heartbeat included)' });
     for (const f of stages.figures) run.row({ metric: `stage: ${f.stage}, p50 / p99`, unit: 'ms', value: f.p50, digits: 0, notes: `p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms; ${f.what} (${stages.matched} of ${edits} edits matched to the server's commit lines)` });
     run.write();
   } finally {

@@ -2,6 +2,7 @@
 // commit (src/controllers/windows/commit.ts) with the wall-clock milestones of its window, from the
 // first change to the status naming the commit; this joins them with the bench's own PATCH and
 // watch times (same machine, same wall clock) per tenant.
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { quantile } from '../common/load.js';
 
@@ -84,4 +85,23 @@ export function stageFigures(edits: EditTimes[], find: (e: EditTimes) => Milesto
     return { stage, what, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) };
   });
   return { figures, matched: rows.length };
+}
+
+/** CPU time (ms, user + system) of a process's main thread and of all its other threads (the git workers, libuv's pool, V8's), from /proc. */
+export function threadCpuMs(pid: number, ticksPerSecond = 100): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let s: string;
+    try {
+      s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(f[11]) + Number(f[12])) * 1000) / ticksPerSecond;
+    if (Number(tid) === pid) main += ms;
+    else others += ms;
+  }
+  return { main, others };
 }
