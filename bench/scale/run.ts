@@ -225,6 +225,11 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     run.row({ metric: 'Redis commands per edit', unit: 'cmds', value: perEdit.cmds, digits: 1, notes: 'INFO commandstats over the edit phase (the at-rest heartbeat included)' });
     for (const f of stages.figures) run.row({ metric: `stage: ${f.stage}, p50 / p99`, unit: 'ms', value: f.p50, digits: 0, notes: `p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms; ${f.what} (${stages.matched} of ${edits} edits matched to the server's commit lines)` });
     run.write();
+  } catch (e) {
+    // A reset connection may be the server dying: say so, with what it printed last (its exit event may come after the reset).
+    await sleep(1000);
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) log(`the server exited (${child.proc.exitCode ?? child.proc.signalCode}):\n${child.output().split('\n').filter((l) => !l.includes('"level":"info"')).slice(-40).join('\n')}`);
+    throw e;
   } finally {
     stopping = true;
     agent.destroy();
