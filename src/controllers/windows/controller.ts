@@ -32,10 +32,11 @@ export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
 
 /**
  * GitTargets reconciled at once. A reconcile mostly waits (store round trips, the git worker
- * pool), so with a handful of slots every tenant queued behind a few commits in progress: at 50
- * edits/s over 1,000 GitTargets, 4 slots held edits ~10 s before their commit began (the stages
- * of bench/scale). One key still runs once at a time (runtime/queue.ts), so a GitTarget's windows
- * stay in order, and commits to one repository are serialized by the git worker that owns it.
+ * pool), so with a handful of slots every tenant queued behind the few commits in progress: with
+ * 4, eight GitTargets on a remote that never answers held a ninth tenant's commit for 14 s
+ * (test/controllers/windows-parallel.test.ts). One key still runs once at a time
+ * (runtime/queue.ts), so a GitTarget's windows stay in order, and commits to one repository are
+ * serialized by the git worker that owns it.
  */
 export const WINDOWS_CONCURRENCY = 64;
 export { LEASE_RETRY_MS };
