@@ -71,9 +71,9 @@ export class FieldManager {
     return subresource === 'status' ? this.resetStatus : this.resetMain;
   }
 
-  private *decodeOrEmpty(entries: unknown): Work<Managed> {
+  private *decodeOrEmpty(entries: unknown, stored = false): Work<Managed> {
     try {
-      return yield* decodeManagedFieldsWork(entries);
+      return yield* decodeManagedFieldsWork(entries, stored);
     } catch {
       return new Map();
     }
@@ -96,11 +96,11 @@ export class FieldManager {
   private *updateWork(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): Work<void> {
     let managed: Managed;
     if (!live) managed = new Map();
-    else if (subresource) managed = yield* this.decodeOrEmpty(live.metadata.managedFields);
+    else if (subresource) managed = yield* this.decodeOrEmpty(live.metadata.managedFields, true);
     else if (isResetRequest(requestManaged)) managed = new Map();
     else {
       managed = yield* this.decodeOrEmpty(requestManaged);
-      if (managed.size === 0) managed = yield* this.decodeOrEmpty(live.metadata.managedFields);
+      if (managed.size === 0) managed = yield* this.decodeOrEmpty(live.metadata.managedFields, true);
     }
     // An existing object nobody tracks stays untracked until someone applies (skipnonapplied.go).
     if (live && managed.size === 0) {
@@ -154,7 +154,7 @@ export class FieldManager {
       throw status.badRequest('metadata.managedFields must be nil');
     }
     const liveValue: KubeObject = live ? withoutManaged(live) : ({ apiVersion: this.apiVersion, kind: this.kind, metadata: {} } as KubeObject);
-    const managed = yield* this.decodeOrEmpty(live?.metadata.managedFields);
+    const managed = yield* this.decodeOrEmpty(live?.metadata.managedFields, true);
     if (live && managed.size === 0) {
       // Fields that predate any tracking are owned by "before-first-apply", so an applier's
       // change to them is a conflict instead of a silent takeover.

@@ -42,8 +42,20 @@ export function decodeManagedFields(entries: unknown): Managed {
   return finish(decodeManagedFieldsWork(entries));
 }
 
-/** decodeManagedFields in slices: a stored entry may own every item of a 3 MiB list. */
-export function* decodeManagedFieldsWork(entries: unknown): Work<Managed> {
+/**
+ * The stored fieldsV1 a set was decoded from. A set is never changed once built (fieldset.ts), so
+ * an entry whose set is still the decoded one encodes to that same JSON: encoding reuses it instead
+ * of rebuilding an object of 136,000 keys for a 3 MiB list (the status write after a server-side
+ * apply spent most of its time there). Only stored managedFields are remembered (what this module
+ * encoded, so canonical); a client's are encoded anew, as kube re-encodes them.
+ */
+const storedFieldsV1 = new WeakMap<FieldSet, Record<string, unknown>>();
+
+/**
+ * decodeManagedFields in slices: a stored entry may own every item of a 3 MiB list. `stored`: the
+ * entries are the stored object's (see storedFieldsV1).
+ */
+export function* decodeManagedFieldsWork(entries: unknown, stored = false): Work<Managed> {
   const out: Managed = new Map();
   if (entries === undefined || entries === null) return out;
   if (!Array.isArray(entries)) throw new Error('managedFields must be a list');
@@ -63,6 +75,7 @@ export function* decodeManagedFieldsWork(entries: unknown): Work<Managed> {
       set: e.fieldsV1 === undefined || e.fieldsV1 === null ? new FieldSet() : yield* FieldSet.fromFieldsV1Work(e.fieldsV1),
     };
     if (typeof e.time === 'string' && e.time !== '') entry.time = e.time;
+    if (stored && e.fieldsV1 !== null && typeof e.fieldsV1 === 'object') storedFieldsV1.set(entry.set, e.fieldsV1 as Record<string, unknown>);
     out.set(managerId(manager, e.operation, e.apiVersion, subresource), entry);
   }
   return out;
@@ -111,7 +124,7 @@ export function* encodeManagedFieldsWork(managed: Managed): Work<Record<string, 
     const out: Record<string, unknown> = { manager: e.manager, operation: e.operation, apiVersion: e.apiVersion };
     if (e.time) out.time = e.time;
     out.fieldsType = 'FieldsV1';
-    out.fieldsV1 = yield* e.set.toFieldsV1Work();
+    out.fieldsV1 = storedFieldsV1.get(e.set) ?? (yield* e.set.toFieldsV1Work());
     if (e.subresource) out.subresource = e.subresource;
     encoded.push(out);
   }
