@@ -323,9 +323,13 @@ export class Registry {
     const o = old.metadata;
     m.name = name;
     if (this.def.namespaced) m.namespace = namespace;
-    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
-      if (o[k] === undefined) delete m[k];
-      else m[k] = (await cloneInSlices(o[k])) as never;
+    // A /status write's metadata is the copy of old's made above: copying its managedFields again
+    // (every item of a 3 MiB list, once more) would change nothing.
+    if (subresource !== 'status') {
+      for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
+        if (o[k] === undefined) delete m[k];
+        else m[k] = (await cloneInSlices(o[k])) as never;
+      }
     }
     m.resourceVersion = o.resourceVersion;
     if (m.finalizers?.length === 0) delete m.finalizers;

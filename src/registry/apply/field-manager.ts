@@ -21,7 +21,7 @@ import {
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
 import { ApplyValueError, compare, setOwn, toFieldSet } from './typed.js';
-import { type Work, finish, inSlices } from './work.js';
+import { type Work, YIELD_MASK, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -172,7 +172,7 @@ export class FieldManager {
         if (set.empty()) m.delete(id);
         else m.set(id, { ...mine, set, time: out.object !== undefined ? nowTimestamp() : mine.time });
       }
-      const object = (out.object === undefined ? clone(liveValue) : dropNulls(out.object)) as KubeObject;
+      const object = (out.object === undefined ? clone(liveValue) : yield* dropNulls(out.object)) as KubeObject;
       return { object, managed: m };
     }
     let result: { object: KubeObject; managed: Managed };
@@ -228,11 +228,20 @@ export class FieldManager {
  * An applied `null` means "owned, and absent": the field is dropped from the object, as kube's
  * decoding of the merged object drops nulls of non-nullable fields.
  */
-function dropNulls(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(dropNulls);
+function* dropNulls(v: unknown): Work<unknown> {
+  if (Array.isArray(v)) {
+    // Work that yields every few hundred items: the merged object may hold a 3 MiB list.
+    const out: unknown[] = new Array(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      out[i] = Array.isArray(x) || isPlainObject(x) ? yield* dropNulls(x) : x;
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
+    return out;
+  }
   if (!isPlainObject(v)) return v;
   const out: Record<string, unknown> = {};
-  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) setOwn(out, k, dropNulls(child));
+  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) setOwn(out, k, yield* dropNulls(child));
   return out;
 }
 
