@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gzip, gzipSync } from 'node:zlib';
 import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
+import { LEAF } from '../registry/apply/fieldset.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
@@ -147,7 +148,7 @@ function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
     const name = first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
     first = false;
     // An empty object (every member of a fieldsV1 set) is written with its key: one piece, not three.
-    if (x !== null && typeof x === 'object' && isEmptyPlainObject(x)) parts.push(`${name}{}`);
+    if (x === LEAF || (x !== null && typeof x === 'object' && isEmptyPlainObject(x))) parts.push(`${name}{}`);
     else if (x !== null && typeof x === 'object') {
       parts.push(name);
       yield* stringifyWork(x, parts);

@@ -10,7 +10,7 @@ import { type Work, YIELD_MASK, finish } from './work.js';
  * object shared by all of them instead of one per member (136,000 for a 3 MiB list). Nothing
  * writes into fieldsV1 once encoded; frozen, a write would throw instead of changing them all.
  */
-const LEAF: Record<string, never> = Object.freeze({});
+export const LEAF: Record<string, never> = Object.freeze({});
 
 /**
  * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
