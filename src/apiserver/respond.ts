@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gzip, gzipSync } from 'node:zlib';
 import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
-import { LEAF } from '../registry/apply/fieldset.js';
+import { LEAF } from '../registry/apply/leaf.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
