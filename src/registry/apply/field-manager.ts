@@ -165,7 +165,7 @@ export class FieldManager {
     function* attempt(forced: boolean): Work<{ object: KubeObject; managed: Managed }> {
       const m: Managed = new Map(managed);
       const entry: Omit<ManagerEntry, 'set'> = { manager, operation: 'Apply', apiVersion: self.apiVersion, subresource, time: managed.get(id)?.time };
-      const out = yield* self.wrap(name, applyOwnership(liveValue, config as Record<string, unknown>, self.shape, m, id, entry, forced, self.reset(subresource)));
+      const out = yield* self.wrap(name, applyOwnership(liveValue, config as Record<string, unknown>, self.shape, m, id, entry, forced, self.reset(subresource), live === undefined));
       const mine = m.get(id);
       if (mine) {
         const set = mine.set.difference(STRIPPED);

@@ -85,6 +85,8 @@ export function* applyOwnership(
   entry: Omit<ManagerEntry, 'set'>,
   force: boolean,
   reset: ResetFields,
+  /** `live` is the empty stub of an object that does not exist yet. */
+  creating = false,
 ): Work<ApplyOutcome> {
   const merged = yield* mergeWork(live, config, shape);
   const lastSet = managed.get(self)?.set;
@@ -100,7 +102,10 @@ export function* applyOwnership(
     const remove = ensureNamedFieldsAreMembers(lastSet, shape).difference(ensureNamedFieldsAreMembers(owned, shape));
     next = (yield* removeItemsWork(merged, remove, shape)) ?? {};
   }
-  yield* settle(live, next, shape, managed, self, force, reset);
+  // settle's comparison only moves fields away from other managers. An object being created has
+  // none, and its comparison would only walk the config's items once more (toFieldSetWork above
+  // has already refused any it cannot place, with the same error): a 3 MiB list, skipped.
+  if (!creating || [...managed.keys()].some((id) => id !== self)) yield* settle(live, next, shape, managed, self, force, reset);
   return { object: deepEqual(live, next) ? undefined : next };
 }
 
