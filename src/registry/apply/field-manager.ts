@@ -6,7 +6,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import * as status from '../../api/status.js';
 import type { KubeObject } from '../../storage/types.js';
-import { clone, deepEqual, nowTimestamp } from '../metadata.js';
+import { clone, nowTimestamp } from '../metadata.js';
 import { FieldSet } from './fieldset.js';
 import {
   type Managed,
@@ -21,7 +21,7 @@ import {
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
 import { ApplyValueError, compare, setOwn, toFieldSet } from './typed.js';
-import { type Work, YIELD_MASK, finish, inSlices } from './work.js';
+import { type Work, YIELD_MASK, deepEqualWork, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -289,9 +289,14 @@ export function conflictError(conflicts: Conflict[]): status.StatusError {
 
 /** Whether two objects differ only in managedFields timestamps (then kube stores nothing). */
 export function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
+  return finish(sameIgnoringManagedTimesWork(a, b));
+}
+
+/** sameIgnoringManagedTimes as work in slices (work.ts deepEqualWork): the objects may hold a 3 MiB list. */
+export function sameIgnoringManagedTimesWork(a: KubeObject, b: KubeObject): Work<boolean> {
   const strip = (o: KubeObject) => ({
     ...o,
     metadata: { ...o.metadata, managedFields: (o.metadata.managedFields as Record<string, unknown>[] | undefined)?.map(({ time: _t, ...rest }) => rest) },
   });
-  return deepEqual(strip(a), strip(b));
+  return deepEqualWork(strip(a), strip(b));
 }
