@@ -8,6 +8,7 @@ import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 // Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../git/remote-limits.js';
+import { MAX_DEFAULT_GIT_WORKERS, defaultGitWorkers } from '../git/worker-pool-size.js';
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
 import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
 import { parseDuration } from '../auth/index.js';
@@ -63,6 +64,10 @@ const SERVE_FLAGS: Flag[] = [
     name: 'git-max-response-bytes',
     description: 'Largest body of one HTTP response from a git remote; a remote sending more is stopped and its GitTarget shows RepositoryReady=False (RemoteResponseTooLarge).',
     default: String(DEFAULT_MAX_RESPONSE_BYTES),
+  },
+  {
+    name: 'git-workers',
+    description: `Git engine worker threads: each repository commits on one of them, different repositories in parallel (default: the CPUs available to the process, at most ${MAX_DEFAULT_GIT_WORKERS}).`,
   },
   { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
   {
@@ -197,7 +202,10 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     streamsPerGitTarget: int(values, 'max-streams-per-gittarget', 0, 1_000_000),
     streamsPerNamespace: int(values, 'max-streams-per-namespace', 0, 10_000_000),
   };
-  const git = { maxResponseBytes: int(values, 'git-max-response-bytes', 65536, 16 * 1024 * 1024 * 1024) };
+  const git = {
+    maxResponseBytes: int(values, 'git-max-response-bytes', 65536, 16 * 1024 * 1024 * 1024),
+    workers: values['git-workers'] === undefined ? defaultGitWorkers() : int(values, 'git-workers', 1, 64),
+  };
   const duration = (name: string, min: number, max: number): number => {
     const ms = parseDuration(values[name]!);
     if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
