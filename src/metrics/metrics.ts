@@ -1,5 +1,6 @@
 // Prometheus metrics of the API server, served at /metrics. Names follow kube-apiserver's where
 // the meaning is the same, so existing dashboards read them.
+import { createHistogram, performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ServerMetrics {
@@ -9,13 +10,52 @@ export interface ServerMetrics {
   watches: Gauge<'resource'>;
 }
 
+/** How often the event-loop lag histogram samples (a timer's wake-ups: 20 a second). */
+const LAG_SAMPLE_MS = 50;
+const LAG_GAUGES = { min: 'min', max: 'max', mean: 'mean', p50: 50, p90: 90, p99: 99 } as const;
+
+/**
+ * prom-client sets every `nodejs_eventloop_lag_*` gauge from the `collect` of
+ * `nodejs_eventloop_lag_seconds`, from node's histogram (perf_hooks.monitorEventLoopDelay) sampled
+ * at eventLoopMonitoringPrecision. Two things make that histogram a poor fit here: it records the
+ * time between samples, the interval included (prom-client's default 10 ms adds 10 ms to every
+ * reading and costs 100 wake-ups a second, ~3 ms of CPU a second at rest: `npm run bench -- peer`,
+ * docs/benchmarks.md), and its reset at each scrape forgets the previous sample's time, so the
+ * first interval after a scrape is never recorded: a stall that begins right after a scrape is
+ * not seen at all (found by test/unit/eventloop-lag-metrics.test.ts).
+ * So the gauges are set from a sampler of our own: a timer every 50 ms (~0.6 ms of CPU a second)
+ * records how late it fired, which is 0 on an idle loop and a lower bound of a stall (short of it
+ * by at most the 50 ms it may have begun before the timer was due). prom-client's own histogram
+ * is left to sample once a minute; its readings are overwritten.
+ */
+function reportLagFromOwnSampler(registry: Registry): void {
+  const driver = registry.getSingleMetric('nodejs_eventloop_lag_seconds') as (Gauge & { collect?: () => unknown }) | undefined;
+  const collect = driver?.collect;
+  if (!driver || !collect) return;
+  const histogram = createHistogram();
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    // record() takes integers ≥ 1 (nanoseconds): 1 ns stands for "on time".
+    histogram.record(Math.max(1, Math.round((now - last - LAG_SAMPLE_MS) * 1e6)));
+    last = now;
+  }, LAG_SAMPLE_MS).unref();
+  const seconds = (ns: number) => (Number.isFinite(ns) && ns > 1 ? ns / 1e9 : 0);
+  driver.collect = function collectFromOwnSampler(this: unknown) {
+    collect.call(this);
+    for (const [name, what] of Object.entries(LAG_GAUGES)) {
+      const ns = histogram.count === 0 ? 0 : typeof what === 'number' ? histogram.percentile(what) : histogram[what];
+      (registry.getSingleMetric(`nodejs_eventloop_lag_${name}_seconds`) as Gauge | undefined)?.set(seconds(ns));
+    }
+    histogram.reset();
+  };
+}
+
 export function createServerMetrics(): ServerMetrics {
   const registry = new Registry();
-  // The event-loop lag histogram samples with a timer: at prom-client's default 10 ms that is 100
-  // wake-ups a second, ~3 ms of CPU a second at rest (measured: `npm run bench -- peer`,
-  // docs/benchmarks.md). Every 250 ms still sees any stall that long, and a shorter one in
-  // proportion to its length.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 250 });
+  // prom-client's own lag histogram is replaced by reportLagFromOwnSampler's (below).
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 60_000 });
+  reportLagFromOwnSampler(registry);
   return {
     registry,
     requests: new Counter({
