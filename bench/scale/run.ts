@@ -1,4 +1,4 @@
-// The scale benchmark (`npm run bench -- scale [--quick] [--sizes=1000,10000] [--only=startup,tenants,suspended] [--suspended=N]`):
+// The scale benchmark (`npm run bench -- scale [--quick] [--sizes=1000,10000] [--only=startup,tenants,suspended] [--suspended=N] [--edits=N]`):
 // 1. scale.startup: a fresh server (Redis store, controllers on, no objects): time from spawn to
 //    /readyz 200 and to a served GET, the CPU it burnt until then, and its RSS at rest before any
 //    work. Target: ready within 1 s.
@@ -158,7 +158,9 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     log(`at rest: server ${fmt(cpuPct, 2)}% of a core, redis ${fmt(redisPct, 2)}%, ${fmt(cmdRate, 1)} Redis cmd/s (${top}), ${fd} fds, RSS ${fmt(rss, 0)} MiB (${heap})`);
 
     // Edits spread over the tenants at 50/s, each tenant at most once; PATCH → pushed commit.
-    const edits = Math.min(n, quick ? 200 : 1000);
+    // --edits=0 stops after the at-rest part (a profile of the server at rest ends there).
+    const edits = Math.min(n, Number(opt('edits') ?? (quick ? 200 : 1000)));
+    if (edits === 0) return;
     const order_ = Array.from({ length: n }, (_, i) => i).sort(() => Math.random() - 0.5).slice(0, edits);
     st = await readyCount(t, agent);
     const watch = watchCommits(t, st.rv);
