@@ -36,7 +36,7 @@ export interface ControllerDeps {
   /** Lease holder id of this replica (default hostname/pid/random). */
   holder?: string;
   leaseTtlMs?: number;
-  /** How often the replica heartbeat renews membership and every held lease (--replica-heartbeat-interval; default leaseTtlMs / 3). */
+  /** How often the replica heartbeat renews its membership, which every held lease lives with (--replica-heartbeat-interval; default leaseTtlMs / 3). */
   heartbeatMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */

@@ -82,7 +82,7 @@ export function registerReplicaMetrics(registry: Registry, keeper: LeaseKeeper, 
   });
   new Gauge({
     name: 'reverser_gittarget_leases_held',
-    help: 'GitTarget leases this replica holds (a running mirror, or commit work in progress); all renewed by one heartbeat per interval.',
+    help: 'GitTarget leases this replica holds (a running mirror, or commit work in progress); all live with its membership, renewed by one heartbeat per interval.',
     registers: [registry],
     collect() {
       this.set(keeper.heldCount());
