@@ -102,9 +102,18 @@ export interface WatchHandle {
 }
 
 export interface WatchCallbacks {
-  onEvent(event: StoreEvent): void;
-  /** Periodic progress notification: no event for this watcher up to `rv`. Used for BOOKMARKs. */
-  onProgress?(rv: number): void;
+  /**
+   * One event. Returning false says nothing reached the watcher's client (its own selector dropped
+   * it): the store then keeps the watcher due for progress notifications as if it had sent nothing.
+   */
+  onEvent(event: StoreEvent): void | boolean;
+  /**
+   * Progress notification: the watcher has every event up to `rv`, and heard nothing for an
+   * interval. Sent once per interval at most, and only when `rv` moved past what the watcher last
+   * got (an event or a notification): an idle store costs its watchers nothing. Returning false
+   * (not used yet, e.g. a bookmark not due) asks for it again at the next tick.
+   */
+  onProgress?(rv: number): void | boolean;
   /** The watch ended from the store's side (backend lost); the client must re-list. */
   onClose?(reason: StorageError): void;
 }
