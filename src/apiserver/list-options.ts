@@ -3,7 +3,7 @@
 import { notSupported, forbiddenField, type FieldError } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { ResourceDefinition } from '../api/resources.js';
-import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from './selectors.js';
+import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from '../api/selectors.js';
 
 export interface ListOptions {
   labelSelector: LabelSelector;

@@ -2,7 +2,7 @@
 // Paths may carry a kcp logical-cluster prefix: /clusters/<name>/apis/... ; `*` is the wildcard
 // (cross-cluster list/watch only).
 import { DEFAULT_CLUSTER } from '../storage/types.js';
-import { exactFieldMatch } from './selectors.js';
+import { exactFieldMatch } from '../api/selectors.js';
 
 export interface RequestInfo {
   /** Logical cluster; '*' for the kcp wildcard. DEFAULT_CLUSTER without a /clusters/ prefix. */

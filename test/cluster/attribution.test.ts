@@ -11,11 +11,11 @@
 // replica without restarting kube-apiserver (it reads its webhook kubeconfig once).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
+import { Kubectl, kubectlBinary, succeeded } from '../support/kubectl.js';
+import { gitDir } from '../git/git-cli.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { freePort } from '../support/net.js';
@@ -45,28 +45,16 @@ let tlsRoot: string | undefined;
 let admin: Kubectl;
 const kubectls: Kubectl[] = [];
 
-function ok(r: RunResult): string {
-  assert.equal(r.code, 0, `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-  return r.stdout;
-}
-
 function kubectl(kubeconfig: string): Kubectl {
   const k = new Kubectl(kubectlBinary(), kubeconfig);
   kubectls.push(k);
   return k;
 }
 
-function git(gitDir: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [`--git-dir=${gitDir}`, ...args], { timeout: 15_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`git ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout));
-  });
-}
-
 /** `%an <%ae>|%cn <%ce>|%s` of every commit on main, oldest first ([] before the first push). */
 async function log(repo: string): Promise<string[]> {
   try {
-    return (await git(join(remote.root, `${repo}.git`), 'log', '--reverse', '--format=%an <%ae>|%cn <%ce>|%s', 'main')).split('\n').filter(Boolean);
+    return (await gitDir(join(remote.root, `${repo}.git`), 'log', '--reverse', '--format=%an <%ae>|%cn <%ce>|%s', 'main')).split('\n').filter(Boolean);
   } catch {
     return [];
   }
@@ -81,7 +69,7 @@ async function commits(repo: string, n: number, ms = 60_000): Promise<string[]> 
 }
 
 async function changedFiles(repo: string, rev = 'main'): Promise<string> {
-  return git(join(remote.root, `${repo}.git`), 'show', '--format=', '--name-status', rev);
+  return gitDir(join(remote.root, `${repo}.git`), 'show', '--format=', '--name-status', rev);
 }
 
 const gitTarget = (name: string, sourceNamespace: string, commit: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({
@@ -142,12 +130,12 @@ before(async () => {
   // People: alice, bob and carol edit ConfigMaps in both source namespaces and may save with
   // CommitRequests (the edit role aggregates ours); a ServiceAccount too; "imp" may impersonate
   // dora, with her display name and email as extras (as an OIDC authenticator would set them).
-  for (const ns of [WORK, DESK, GT_NS]) ok(await admin.run(['create', 'namespace', ns]));
+  for (const ns of [WORK, DESK, GT_NS]) succeeded(await admin.run(['create', 'namespace', ns]));
   for (const ns of [WORK, DESK, GT_NS]) {
-    ok(await admin.run(['-n', ns, 'create', 'rolebinding', 'people-edit', '--clusterrole=edit', '--user=alice', '--user=bob', '--user=carol', '--user=dora', `--serviceaccount=${WORK}:deployer`]));
+    succeeded(await admin.run(['-n', ns, 'create', 'rolebinding', 'people-edit', '--clusterrole=edit', '--user=alice', '--user=bob', '--user=carol', '--user=dora', `--serviceaccount=${WORK}:deployer`]));
   }
-  ok(await admin.run(['-n', WORK, 'create', 'serviceaccount', 'deployer']));
-  ok(await admin.run(['apply', '-f', '-'], {
+  succeeded(await admin.run(['-n', WORK, 'create', 'serviceaccount', 'deployer']));
+  succeeded(await admin.run(['apply', '-f', '-'], {
     stdin: JSON.stringify({
       apiVersion: 'v1', kind: 'List', items: [
         {
@@ -165,8 +153,8 @@ before(async () => {
       ],
     }),
   }));
-  for (const n of ['a', 'b', 'c', 'd', 'e']) ok(await admin.run(['-n', WORK, 'create', 'configmap', n, `--from-literal=key=${n}-0`]));
-  for (const n of ['x', 'y', 'z']) ok(await admin.run(['-n', DESK, 'create', 'configmap', n, `--from-literal=key=${n}-0`]));
+  for (const n of ['a', 'b', 'c', 'd', 'e']) succeeded(await admin.run(['-n', WORK, 'create', 'configmap', n, `--from-literal=key=${n}-0`]));
+  for (const n of ['x', 'y', 'z']) succeeded(await admin.run(['-n', DESK, 'create', 'configmap', n, `--from-literal=key=${n}-0`]));
 
   auditPort = await freePort();
   deployment = await deploy(cp, {
@@ -190,9 +178,9 @@ before(async () => {
     return r.body?.rules?.some((x: any) => x.apiGroups?.includes('configbutler.ai') && x.verbs.includes('create'));
   }, 60_000, 250);
 
-  ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('people', WORK, { idleSeconds: 1 }) }));
-  ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('requests', DESK, { mode: 'OnRequest', idleSeconds: 1, maxAgeSeconds: 3600 }) }));
-  for (const t of ['people', 'requests']) ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', `gittarget/${t}`, '--timeout=90s'], { timeoutMs: 100_000 }));
+  succeeded(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('people', WORK, { idleSeconds: 1 }) }));
+  succeeded(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('requests', DESK, { mode: 'OnRequest', idleSeconds: 1, maxAgeSeconds: 3600 }) }));
+  for (const t of ['people', 'requests']) succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', `gittarget/${t}`, '--timeout=90s'], { timeoutMs: 100_000 }));
   assert.deepEqual(await commits('people', 1), [`${COMMITTER}|${COMMITTER}|Snapshot of ${GT_NS}/people: 5 objects`]);
   assert.deepEqual(await commits('requests', 1), [`${COMMITTER}|${COMMITTER}|Snapshot of ${GT_NS}/requests: 3 objects`]);
 });
@@ -211,8 +199,8 @@ describe('every edit authored by the person who made it', { concurrency: false }
   test('alice and bob edit one ConfigMap each: two commits, authored alice and bob, committed by the server', { timeout: 120_000 }, async () => {
     const alice = kubectl(userKubeconfig('alice'));
     const bob = kubectl(userKubeconfig('bob'));
-    ok(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-alice"}}']));
-    ok(await bob.run(['-n', WORK, 'patch', 'configmap', 'b', '-p', '{"data":{"key":"b-bob"}}']));
+    succeeded(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-alice"}}']));
+    succeeded(await bob.run(['-n', WORK, 'patch', 'configmap', 'b', '-p', '{"data":{"key":"b-bob"}}']));
     const l = await commits('people', 3);
     assert.deepEqual(l.slice(1), [
       `alice <alice@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/a`,
@@ -226,19 +214,19 @@ describe('every edit authored by the person who made it', { concurrency: false }
   // known: his commit names him) is only the fallback once the grace has run out.
   test('carol\'s delete is authored carol, not the object\'s last writer', { timeout: 120_000 }, async () => {
     const bob = kubectl(userKubeconfig('bob'));
-    ok(await bob.run(['-n', WORK, 'patch', 'configmap', 'c', '-p', '{"data":{"key":"c-bob"}}']));
+    succeeded(await bob.run(['-n', WORK, 'patch', 'configmap', 'c', '-p', '{"data":{"key":"c-bob"}}']));
     assert.equal((await commits('people', 4))[3], `bob <bob@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/c`);
     const carol = kubectl(userKubeconfig('carol'));
-    ok(await carol.run(['-n', WORK, 'delete', 'configmap', 'c']));
+    succeeded(await carol.run(['-n', WORK, 'delete', 'configmap', 'c']));
     const l = await commits('people', 5);
     assert.equal(l[4], `carol <carol@noreply.cluster.local>|${COMMITTER}|Delete configmaps ${WORK}/c`);
     assert.equal(await changedFiles('people'), `D\tlive/${WORK}/configmaps/c.yaml\n`);
   });
 
   test('a ServiceAccount\'s edit is authored system:serviceaccount:<namespace>:<name>', { timeout: 120_000 }, async () => {
-    const token = ok(await admin.run(['-n', WORK, 'create', 'token', 'deployer'])).trim();
+    const token = succeeded(await admin.run(['-n', WORK, 'create', 'token', 'deployer'])).trim();
     const sa = kubectl(cp.tokenKubeconfig('deployer', token));
-    ok(await sa.run(['-n', WORK, 'patch', 'configmap', 'd', '-p', '{"data":{"key":"d-sa"}}']));
+    succeeded(await sa.run(['-n', WORK, 'patch', 'configmap', 'd', '-p', '{"data":{"key":"d-sa"}}']));
     const l = await commits('people', 6);
     assert.equal(l[5], `system:serviceaccount:${WORK}:deployer <systemserviceaccountworkdeployer@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/d`);
   });
@@ -247,7 +235,7 @@ describe('every edit authored by the person who made it', { concurrency: false }
     const imp = kubectl(userKubeconfig('imp', {
       as: 'dora', extra: { 'configbutler.ai/claims/display-name': ['Dora Explorer'], 'configbutler.ai/claims/email': ['dora@example.com'] },
     }));
-    ok(await imp.run(['-n', WORK, 'patch', 'configmap', 'e', '-p', '{"data":{"key":"e-dora"}}']));
+    succeeded(await imp.run(['-n', WORK, 'patch', 'configmap', 'e', '-p', '{"data":{"key":"e-dora"}}']));
     const l = await commits('people', 7);
     assert.equal(l[6], `Dora Explorer <dora@example.com>|${COMMITTER}|Update configmaps ${WORK}/e`);
   });
@@ -260,7 +248,7 @@ describe('audit posts blocked', { concurrency: false }, () => {
     relay.block();
     const alice = kubectl(userKubeconfig('alice'));
     const t0 = Date.now();
-    ok(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-unseen"}}']));
+    succeeded(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-unseen"}}']));
     const l = await commits('people', 8);
     const took = Date.now() - t0;
     assert.equal(l[7], `${UNRESOLVED}|${COMMITTER}|Update configmaps ${WORK}/a`);
@@ -270,26 +258,26 @@ describe('audit posts blocked', { concurrency: false }, () => {
     assert.equal(c?.status, 'False', JSON.stringify(c));
     // The posts come back (kube-apiserver retries the batch it could not deliver): the late fact
     // never rewrites the pushed commit, and the next edit is attributed again.
-    const head = (await git(join(remote.root, 'people.git'), 'rev-parse', 'main')).trim();
+    const head = (await gitDir(join(remote.root, 'people.git'), 'rev-parse', 'main')).trim();
     relay.to(auditPort);
-    ok(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-seen"}}']));
+    succeeded(await alice.run(['-n', WORK, 'patch', 'configmap', 'a', '-p', '{"data":{"key":"a-seen"}}']));
     const after = await commits('people', 9);
     assert.equal(after[8], `alice <alice@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/a`);
-    assert.equal((await git(join(remote.root, 'people.git'), 'rev-parse', 'main~1')).trim(), head, 'the unresolved commit is kept as pushed');
+    assert.equal((await gitDir(join(remote.root, 'people.git'), 'rev-parse', 'main~1')).trim(), head, 'the unresolved commit is kept as pushed');
     await until('AuditAttribution True again', async () => (await condition('people', 'AuditAttribution'))?.status === 'True', 60_000, 250);
   });
 });
 
 describe('audit routes', { concurrency: false }, () => {
   test('facts are per route: a GitTarget reading another route gets none of the hosting cluster\'s facts', { timeout: 120_000 }, async () => {
-    ok(await admin.run(['create', 'namespace', OTHER]));
-    ok(await admin.run(['-n', OTHER, 'create', 'rolebinding', 'alice-edit', '--clusterrole=edit', '--user=alice']));
-    ok(await admin.run(['-n', OTHER, 'create', 'configmap', 'o', '--from-literal=key=o-0']));
-    ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('staging', OTHER, { idleSeconds: 1 }, { attribution: { auditRoute: 'staging' } }) }));
-    ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'gittarget/staging', '--timeout=90s'], { timeoutMs: 100_000 }));
+    succeeded(await admin.run(['create', 'namespace', OTHER]));
+    succeeded(await admin.run(['-n', OTHER, 'create', 'rolebinding', 'alice-edit', '--clusterrole=edit', '--user=alice']));
+    succeeded(await admin.run(['-n', OTHER, 'create', 'configmap', 'o', '--from-literal=key=o-0']));
+    succeeded(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('staging', OTHER, { idleSeconds: 1 }, { attribution: { auditRoute: 'staging' } }) }));
+    succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'gittarget/staging', '--timeout=90s'], { timeoutMs: 100_000 }));
     await commits('staging', 1);
     const alice = kubectl(userKubeconfig('alice'));
-    ok(await alice.run(['-n', OTHER, 'patch', 'configmap', 'o', '-p', '{"data":{"key":"o-alice"}}']));
+    succeeded(await alice.run(['-n', OTHER, 'patch', 'configmap', 'o', '-p', '{"data":{"key":"o-alice"}}']));
     assert.equal((await commits('staging', 2))[1], `${UNRESOLVED}|${COMMITTER}|Update configmaps ${OTHER}/o`);
     await until('AuditAttribution False on route staging', async () => (await condition('staging', 'AuditAttribution'))?.status === 'False', 60_000, 250);
     // The condition speaks only of facts that named this GitTarget's own changes (docs/api.md, AuditAttribution).
@@ -302,7 +290,7 @@ describe('CommitRequests attach to their own author\'s window', { concurrency: f
     // (An edit by bob would close alice's window: windows never mix authors. His request must not.)
     const alice = kubectl(userKubeconfig('alice'));
     const bob = kubectl(userKubeconfig('bob'));
-    ok(await alice.run(['-n', DESK, 'patch', 'configmap', 'x', '-p', '{"data":{"key":"x-alice"}}']));
+    succeeded(await alice.run(['-n', DESK, 'patch', 'configmap', 'x', '-p', '{"data":{"key":"x-alice"}}']));
     await until('alice\'s change pending on requests', async () => (await pendingChanges('requests')) === 1, 30_000, 250).catch(async (e) => {
       throw new Error(`${(e as Error).message}${await state('requests')}`);
     });
@@ -310,20 +298,20 @@ describe('CommitRequests attach to their own author\'s window', { concurrency: f
       stdin: JSON.stringify({ apiVersion: 'configbutler.ai/v1alpha1', kind: 'CommitRequest', metadata: { name, namespace: GT_NS }, spec: { targetRef: { name: 'requests' }, message } }),
     });
 
-    ok(await save(bob, 'bob-save', 'Bob: ship it'));
-    ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/bob-save', '--timeout=60s'], { timeoutMs: 70_000 }));
-    const bobReason = ok(await admin.run(['-n', GT_NS, 'get', 'creq/bob-save', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']));
+    succeeded(await save(bob, 'bob-save', 'Bob: ship it'));
+    succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/bob-save', '--timeout=60s'], { timeoutMs: 70_000 }));
+    const bobReason = succeeded(await admin.run(['-n', GT_NS, 'get', 'creq/bob-save', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']));
     assert.equal(bobReason, 'NothingToCommit');
     // alice's change is still pending, uncommitted, well past idleSeconds.
     await new Promise((r) => setTimeout(r, 3000));
     assert.equal((await log('requests')).length, 1, await state('requests'));
     assert.equal(await pendingChanges('requests'), 1);
 
-    ok(await save(alice, 'alice-save', 'Alice: x, as discussed'));
-    ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/alice-save', '--timeout=60s'], { timeoutMs: 70_000 }));
+    succeeded(await save(alice, 'alice-save', 'Alice: x, as discussed'));
+    succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/alice-save', '--timeout=60s'], { timeoutMs: 70_000 }));
     assert.deepEqual((await commits('requests', 2)).slice(1), [`alice <alice@noreply.cluster.local>|${COMMITTER}|Alice: x, as discussed`]);
     assert.equal(await changedFiles('requests'), `M\tlive/${DESK}/configmaps/x.yaml\n`);
-    const reason = ok(await admin.run(['-n', GT_NS, 'get', 'creq/alice-save', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']));
+    const reason = succeeded(await admin.run(['-n', GT_NS, 'get', 'creq/alice-save', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']));
     assert.equal(reason, 'Committed');
   });
 });
@@ -331,15 +319,15 @@ describe('CommitRequests attach to their own author\'s window', { concurrency: f
 describe('restarts and replicas (Redis store)', { concurrency: false }, () => {
   test('our server killed between the edit and the commit: the commit still names the right author', { timeout: 180_000 }, async () => {
     const carol = kubectl(userKubeconfig('carol'));
-    ok(await carol.run(['-n', DESK, 'patch', 'configmap', 'z', '-p', '{"data":{"key":"z-carol"}}']));
+    succeeded(await carol.run(['-n', DESK, 'patch', 'configmap', 'z', '-p', '{"data":{"key":"z-carol"}}']));
     await until('carol\'s change pending', async () => (await pendingChanges('requests')) === 1, 30_000, 250).catch(async (e) => {
       throw new Error(`${(e as Error).message}${await state('requests')}`);
     });
     srv = await srv.restart('SIGKILL');
-    ok(await carol.run(['-n', GT_NS, 'create', '-f', '-'], {
+    succeeded(await carol.run(['-n', GT_NS, 'create', '-f', '-'], {
       stdin: JSON.stringify({ apiVersion: 'configbutler.ai/v1alpha1', kind: 'CommitRequest', metadata: { name: 'carol-save', namespace: GT_NS }, spec: { targetRef: { name: 'requests' }, message: 'Carol: z after a restart' } }),
     }));
-    ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/carol-save', '--timeout=90s'], { timeoutMs: 100_000 }));
+    succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'creq/carol-save', '--timeout=90s'], { timeoutMs: 100_000 }));
     assert.equal((await commits('requests', 3))[2], `carol <carol@noreply.cluster.local>|${COMMITTER}|Carol: z after a restart`);
   });
 
@@ -351,11 +339,11 @@ describe('restarts and replicas (Redis store)', { concurrency: false }, () => {
     srv = await deployment.start({ port: srv.port, dataDir: srv.dataDir, args: [`--audit-port=${auditPort}`, '--controllers=none'] });
     const committerReplica = await deployment.start({ args: ['--audit-port=0', '--controllers=all'] });
     try {
-      ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('replicas', WORK, { idleSeconds: 1 }) }));
-      ok(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'gittarget/replicas', '--timeout=90s'], { timeoutMs: 100_000 }));
+      succeeded(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('replicas', WORK, { idleSeconds: 1 }) }));
+      succeeded(await admin.run(['-n', GT_NS, 'wait', '--for=condition=Ready', 'gittarget/replicas', '--timeout=90s'], { timeoutMs: 100_000 }));
       await commits('replicas', 1);
       const bob = kubectl(userKubeconfig('bob'));
-      ok(await bob.run(['-n', WORK, 'patch', 'configmap', 'b', '-p', '{"data":{"key":"b-replicas"}}']));
+      succeeded(await bob.run(['-n', WORK, 'patch', 'configmap', 'b', '-p', '{"data":{"key":"b-replicas"}}']));
       assert.equal((await commits('replicas', 2))[1], `bob <bob@noreply.cluster.local>|${COMMITTER}|Update configmaps ${WORK}/b`);
     } finally {
       await committerReplica.stop();

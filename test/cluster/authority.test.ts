@@ -6,9 +6,9 @@
 // condition names the missing permission.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
+import { Kubectl, kubectlBinary, succeeded } from '../support/kubectl.js';
+import { gitDir } from '../git/git-cli.js';
 import { startControlPlane, until, type ClusterUser, type ControlPlane } from './fixture.js';
 import { deployReverser, type Reverser } from './reverser.js';
 
@@ -20,18 +20,6 @@ let cp: ControlPlane;
 let srv: Reverser;
 let admin: Kubectl;
 let carol: ClusterUser;
-
-function ok(r: RunResult): string {
-  assert.equal(r.code, 0, `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-  return r.stdout;
-}
-
-function git(gitDir: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [`--git-dir=${gitDir}`, ...args], { timeout: 15_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`git ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout));
-  });
-}
 
 const gitTarget = (name: string) => ({
   apiVersion: 'configbutler.ai/v1alpha1', kind: 'GitTarget', metadata: { name, namespace: 'team-a' },
@@ -49,9 +37,9 @@ before(async () => {
   admin = new Kubectl(kubectlBinary(), cp.admin.kubeconfig);
   srv = await deployReverser(cp, { args: [`--authority-reverify-interval=${REVERIFY_S}s`, `--authorization-webhook-cache-authorized-ttl=${ALLOW_CACHE_S}s`] });
   carol = cp.user('carol');
-  for (const ns of ['team-a', 'team-b']) ok(await admin.run(['create', 'namespace', ns]));
-  ok(await admin.run(['-n', 'team-b', 'create', 'configmap', 'settings', '--from-literal=mode=blue']));
-  ok(await admin.run(['-n', 'team-a', 'create', 'rolebinding', 'carol-edit', '--clusterrole=edit', '--user=carol']));
+  for (const ns of ['team-a', 'team-b']) succeeded(await admin.run(['create', 'namespace', ns]));
+  succeeded(await admin.run(['-n', 'team-b', 'create', 'configmap', 'settings', '--from-literal=mode=blue']));
+  succeeded(await admin.run(['-n', 'team-a', 'create', 'rolebinding', 'carol-edit', '--clusterrole=edit', '--user=carol']));
   // The ClusterRole aggregation controller folds reverser-apiserver:edit into edit.
   await until('edit aggregates our rules', async () => {
     const r = await cp.api('GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/edit');
@@ -71,7 +59,7 @@ test('edit in team-a cannot mirror team-b; granted view there it can; the grant 
   assert.equal(refused.body.message, 'gittargets.configbutler.ai "over-b" is forbidden: User "carol" cannot list resource "configmaps" in API group "" in the namespace "team-b"');
   assert.equal((await cp.api('GET', `${GV}/namespaces/team-a/gittargets/over-b`)).status, 404);
 
-  ok(await admin.run(['-n', 'team-b', 'create', 'rolebinding', 'carol-view', '--clusterrole=view', '--user=carol']));
+  succeeded(await admin.run(['-n', 'team-b', 'create', 'rolebinding', 'carol-view', '--clusterrole=view', '--user=carol']));
   const created = await until('the GitTarget created once carol may read team-b', async () => {
     const r = await cp.api('POST', `${GV}/namespaces/team-a/gittargets`, gitTarget('over-b'), carol);
     return r.status === 201 ? r : undefined;
@@ -79,10 +67,10 @@ test('edit in team-a cannot mirror team-b; granted view there it can; the grant 
   assert.equal(created.body.status.authority.username, 'carol');
   await until('over-b Ready', async () => (await condition('over-b', 'Ready'))?.status === 'True', 90_000, 250);
   const repo = join(cp.dir, 'reverser-data', 'git', 'team-a', 'over-b.git'); // local: repositories are per namespace
-  assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), 'live/team-b/configmaps/settings.yaml\n');
+  assert.equal(await gitDir(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), 'live/team-b/configmaps/settings.yaml\n');
 
   const t0 = Date.now();
-  ok(await admin.run(['-n', 'team-b', 'delete', 'rolebinding', 'carol-view']));
+  succeeded(await admin.run(['-n', 'team-b', 'delete', 'rolebinding', 'carol-view']));
   await until('the mirror stopped for AuthorityRevoked', async () => (await condition('over-b', 'Ready'))?.reason === 'AuthorityRevoked', 60_000, 250);
   const took = Date.now() - t0;
   // One interval for the next pass, one allow-cache TTL, and margins for a loaded machine.
@@ -94,7 +82,7 @@ test('edit in team-a cannot mirror team-b; granted view there it can; the grant 
     message: 'the authority of User "carol" is revoked: User "carol" cannot list resource "configmaps" in API group "" in the namespace "team-b"; nothing is mirrored until the grant returns or a user who holds it updates the spec',
   });
   // Nothing read after the stop reaches Git (bounded wait: the idle window and margins).
-  ok(await admin.run(['-n', 'team-b', 'create', 'configmap', 'later', '--from-literal=k=v']));
+  succeeded(await admin.run(['-n', 'team-b', 'create', 'configmap', 'later', '--from-literal=k=v']));
   await new Promise((r) => setTimeout(r, 4_000));
-  assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), 'live/team-b/configmaps/settings.yaml\n');
+  assert.equal(await gitDir(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), 'live/team-b/configmaps/settings.yaml\n');
 });

@@ -5,9 +5,9 @@
 // kube-controller-manager — is filtered as cluster noise.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
+import { gitDir } from '../git/git-cli.js';
 import { startControlPlane, until, type ControlPlane } from './fixture.js';
 import { deployReverser, type Reverser } from './reverser.js';
 
@@ -21,13 +21,6 @@ function ok(r: RunResult): string {
   assert.equal(r.stderr, '', ctx);
   assert.equal(r.code, 0, ctx);
   return r.stdout;
-}
-
-function git(gitDir: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [`--git-dir=${gitDir}`, ...args], { timeout: 15_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`git ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout));
-  });
 }
 
 const gitTarget = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({
@@ -62,17 +55,17 @@ test('ConfigMaps made with kubectl in kube-apiserver reach the Git folder; kube-
   const repo = join(cp.dir, 'reverser-data', 'git', 'default', 'live.git');
   ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('live') }));
   ok(await admin.run(['wait', '--for=condition=Ready', 'gittarget/live', '--timeout=90s'], { timeoutMs: 100_000 }));
-  assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), `live/${NS}/configmaps/alpha.yaml\nlive/${NS}/configmaps/beta.yaml\n`);
-  assert.equal(await git(repo, 'show', `main:live/${NS}/configmaps/alpha.yaml`), cmYAML('alpha', 'alpha-1'));
-  assert.equal(await git(repo, 'show', `main:live/${NS}/configmaps/beta.yaml`), cmYAML('beta', 'beta-1'));
-  assert.equal(await git(repo, 'log', '--format=%s', 'main'), 'Snapshot of default/live: 2 objects\n');
+  assert.equal(await gitDir(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'), `live/${NS}/configmaps/alpha.yaml\nlive/${NS}/configmaps/beta.yaml\n`);
+  assert.equal(await gitDir(repo, 'show', `main:live/${NS}/configmaps/alpha.yaml`), cmYAML('alpha', 'alpha-1'));
+  assert.equal(await gitDir(repo, 'show', `main:live/${NS}/configmaps/beta.yaml`), cmYAML('beta', 'beta-1'));
+  assert.equal(await gitDir(repo, 'log', '--format=%s', 'main'), 'Snapshot of default/live: 2 objects\n');
 });
 
 test('the same selection with includeClusterNoise mirrors kube-root-ca.crt too (the filter is what keeps it out)', { timeout: 180_000 }, async () => {
   const repo = join(cp.dir, 'reverser-data', 'git', 'default', 'noisy.git');
   ok(await admin.run(['apply', '-f', '-'], { stdin: gitTarget('noisy', { includeClusterNoise: true }) }));
   ok(await admin.run(['wait', '--for=condition=Ready', 'gittarget/noisy', '--timeout=90s'], { timeoutMs: 100_000 }));
-  assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'),
+  assert.equal(await gitDir(repo, 'ls-tree', '-r', '--name-only', 'main', 'live'),
     `live/${NS}/configmaps/alpha.yaml\nlive/${NS}/configmaps/beta.yaml\nlive/${NS}/configmaps/kube-root-ca.crt.yaml\n`);
 });
 

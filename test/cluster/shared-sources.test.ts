@@ -6,10 +6,10 @@
 // distinct (type, namespace): N ConfigMap watches and one ServiceAccount watch, not 2N.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
+import { Kubectl, kubectlBinary, succeeded } from '../support/kubectl.js';
+import { gitDir } from '../git/git-cli.js';
 import { startControlPlane, until, type ControlPlane } from './fixture.js';
 import { deployReverser, type Reverser } from './reverser.js';
 
@@ -21,17 +21,6 @@ let srv: Reverser;
 let admin: Kubectl;
 
 const tenant = (i: number) => `src-${String(i).padStart(2, '0')}`;
-
-function ok(r: RunResult): string {
-  assert.equal(r.code, 0, `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-  return r.stdout;
-}
-
-function git(gitDir: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [`--git-dir=${gitDir}`, ...args], { timeout: 15_000 }, (err, stdout, stderr) => (err ? reject(new Error(`git ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout)));
-  });
-}
 
 function descriptors(pid: number): number {
   let n = 0;
@@ -48,7 +37,7 @@ function descriptors(pid: number): number {
 
 /** Namespaced WATCH requests kube-apiserver serves for `resource` (apiserver_longrunning_requests). */
 async function watches(resource: string): Promise<number> {
-  const text = ok(await admin.run(['get', '--raw', '/metrics'], { timeoutMs: 30_000 }));
+  const text = succeeded(await admin.run(['get', '--raw', '/metrics'], { timeoutMs: 30_000 }));
   let n = 0;
   for (const line of text.split('\n')) {
     const m = /^apiserver_longrunning_requests\{([^}]*)\} (\S+)$/.exec(line);
@@ -95,7 +84,7 @@ test(`${N} GitTargets with the same kubeconfig Secret content: one connection po
     objects.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'source', namespace: t }, stringData: { value: kubeconfig } });
     objects.push({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: `for-${t}`, namespace: 'src-shared', labels: { tenant: t } } });
   }
-  ok(await admin.run(['create', '-f', '-'], { stdin: documents(objects), timeoutMs: 120_000 }));
+  succeeded(await admin.run(['create', '-f', '-'], { stdin: documents(objects), timeoutMs: 120_000 }));
   const before = { fds: descriptors(srv.pid), configmaps: await watches('configmaps'), serviceaccounts: await watches('serviceaccounts') };
 
   const targets = [];
@@ -119,7 +108,7 @@ test(`${N} GitTargets with the same kubeconfig Secret content: one connection po
     });
   }
   const t0 = Date.now();
-  ok(await admin.run(['create', '-f', '-'], { stdin: documents(targets), timeoutMs: 120_000 }));
+  succeeded(await admin.run(['create', '-f', '-'], { stdin: documents(targets), timeoutMs: 120_000 }));
   let notReady: unknown;
   await until(
     `all ${N} GitTargets Ready`,
@@ -145,8 +134,8 @@ test(`${N} GitTargets with the same kubeconfig Secret content: one connection po
   for (const i of [0, N - 1]) {
     const t = tenant(i);
     const repo = join(srv.dataDir, 'git', t, `${t}.git`);
-    assert.equal(await git(repo, 'log', '--format=%s', 'main'), `Snapshot of ${t}/${t}: 2 objects\n`);
-    assert.equal(await git(repo, 'ls-tree', '-r', '--name-only', 'main'), `live/${t}/configmaps/own.yaml\nlive/src-shared/serviceaccounts/for-${t}.yaml\n`);
-    assert.equal(await git(repo, 'show', `main:live/${t}/configmaps/own.yaml`), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n  namespace: ${t}\ndata:\n  tenant: ${t}\n`);
+    assert.equal(await gitDir(repo, 'log', '--format=%s', 'main'), `Snapshot of ${t}/${t}: 2 objects\n`);
+    assert.equal(await gitDir(repo, 'ls-tree', '-r', '--name-only', 'main'), `live/${t}/configmaps/own.yaml\nlive/src-shared/serviceaccounts/for-${t}.yaml\n`);
+    assert.equal(await gitDir(repo, 'show', `main:live/${t}/configmaps/own.yaml`), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n  namespace: ${t}\ndata:\n  tenant: ${t}\n`);
   }
 });

@@ -5,9 +5,9 @@
 // trailer in the commit, read back with `git log -1 --format=%B` from the server's repository.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { Kubectl, kubectlBinary, type RunResult } from '../support/kubectl.js';
+import { Kubectl, kubectlBinary, succeeded } from '../support/kubectl.js';
+import { gitDir } from '../git/git-cli.js';
 import { startControlPlane, until, type ControlPlane } from './fixture.js';
 import { deployReverser, type Reverser } from './reverser.js';
 
@@ -19,18 +19,6 @@ let srv: Reverser;
 let admin: Kubectl;
 let alice: Kubectl;
 let bob: Kubectl;
-
-function ok(r: RunResult): string {
-  assert.equal(r.code, 0, `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-  return r.stdout;
-}
-
-function git(gitDir: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', [`--git-dir=${gitDir}`, ...args], { timeout: 15_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`git ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout));
-  });
-}
 
 const commitRequest = (name: string) => JSON.stringify({
   apiVersion: 'configbutler.ai/v1alpha1', kind: 'CommitRequest', metadata: { name, namespace: 'team-a' },
@@ -46,16 +34,16 @@ before(async () => {
   srv = await deployReverser(cp);
   alice = new Kubectl(kubectlBinary(), cp.user('alice').kubeconfig);
   bob = new Kubectl(kubectlBinary(), cp.user('bob').kubeconfig);
-  ok(await admin.run(['create', 'namespace', 'team-a']));
-  ok(await admin.run(['-n', 'team-a', 'create', 'configmap', 'settings', '--from-literal=replicas=1']));
-  for (const u of ['alice', 'bob']) ok(await admin.run(['-n', 'team-a', 'create', 'rolebinding', `${u}-edit`, '--clusterrole=edit', `--user=${u}`]));
-  ok(await admin.run(['apply', '-f', '-'], {
+  succeeded(await admin.run(['create', 'namespace', 'team-a']));
+  succeeded(await admin.run(['-n', 'team-a', 'create', 'configmap', 'settings', '--from-literal=replicas=1']));
+  for (const u of ['alice', 'bob']) succeeded(await admin.run(['-n', 'team-a', 'create', 'rolebinding', `${u}-edit`, '--clusterrole=edit', `--user=${u}`]));
+  succeeded(await admin.run(['apply', '-f', '-'], {
     stdin: JSON.stringify({
       apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'tenants-author', namespace: 'team-a' },
       rules: [{ apiGroups: ['configbutler.ai'], resources: ['gittargets'], resourceNames: ['tenants'], verbs: ['assert-author'] }],
     }),
   }));
-  ok(await admin.run(['-n', 'team-a', 'create', 'rolebinding', 'tenants-author', '--role=tenants-author', '--user=alice']));
+  succeeded(await admin.run(['-n', 'team-a', 'create', 'rolebinding', 'tenants-author', '--role=tenants-author', '--user=alice']));
   // The ClusterRole aggregation controller folds reverser-apiserver:edit into edit.
   await until('edit aggregates our rules', async () => {
     const r = await cp.api('GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/edit');
@@ -81,8 +69,8 @@ after(async () => {
 
 test('kubectl through kube-apiserver: bob 403 for a Co-authored-by naming alice; alice, granted assert-author, gets exactly that trailer in git', { timeout: 240_000 }, async () => {
   const repo = join(cp.dir, 'reverser-data', 'git', 'team-a', 'tenants.git'); // local: repositories are per namespace
-  const before = await git(repo, 'rev-parse', 'main');
-  ok(await admin.run(['-n', 'team-a', 'patch', 'configmap', 'settings', '-p', '{"data":{"replicas":"3"}}']));
+  const before = await gitDir(repo, 'rev-parse', 'main');
+  succeeded(await admin.run(['-n', 'team-a', 'patch', 'configmap', 'settings', '-p', '{"data":{"replicas":"3"}}']));
 
   const refused = await bob.run(['create', '-f', '-'], { stdin: commitRequest('by-bob') });
   assert.deepEqual(refused, {
@@ -96,9 +84,9 @@ test('kubectl through kube-apiserver: bob 403 for a Co-authored-by naming alice;
   const dry = await bob.run(['create', '--dry-run=server', '-f', '-'], { stdin: commitRequest('by-bob') });
   assert.equal(dry.stderr, refused.stderr);
 
-  assert.equal(ok(await alice.run(['create', '-f', '-'], { stdin: commitRequest('by-alice') })), 'commitrequest.configbutler.ai/by-alice created\n');
-  ok(await alice.run(['-n', 'team-a', 'wait', '--for=condition=Ready', 'creq/by-alice', '--timeout=60s']));
-  assert.equal(await git(repo, 'log', '-1', '--format=%B', 'main'), `${MESSAGE}\n\n`);
-  assert.equal(await git(repo, 'log', '-1', '--format=%an <%ae>|%(trailers:key=Co-authored-by)', 'main'), 'alice <alice@noreply.cluster.local>|Co-authored-by: Alice <alice@example.com>\n\n');
-  assert.equal(await git(repo, 'rev-parse', 'main~1'), before, 'one commit: alice\'s');
+  assert.equal(succeeded(await alice.run(['create', '-f', '-'], { stdin: commitRequest('by-alice') })), 'commitrequest.configbutler.ai/by-alice created\n');
+  succeeded(await alice.run(['-n', 'team-a', 'wait', '--for=condition=Ready', 'creq/by-alice', '--timeout=60s']));
+  assert.equal(await gitDir(repo, 'log', '-1', '--format=%B', 'main'), `${MESSAGE}\n\n`);
+  assert.equal(await gitDir(repo, 'log', '-1', '--format=%an <%ae>|%(trailers:key=Co-authored-by)', 'main'), 'alice <alice@noreply.cluster.local>|Co-authored-by: Alice <alice@example.com>\n\n');
+  assert.equal(await gitDir(repo, 'rev-parse', 'main~1'), before, 'one commit: alice\'s');
 });

@@ -6,40 +6,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
-import { createStore } from '../../src/storage/index.js';
-import { WindowRecords } from '../../src/controllers/windows/record.js';
-import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
-import { issueClientCert, makeCA } from '../support/pki.js';
-import { startRedis } from '../support/redis.js';
-import { REPO_ROOT, kubectlFor, startServer, tempDir } from '../auth-e2e/harness.js';
+import { readFileSync } from 'node:fs';
+import { issueClientCert } from '../support/pki.js';
+import { REPO_ROOT, kubectlFor } from '../auth-e2e/harness.js';
 import { cloneAndCheck, git } from '../git/git-cli.js';
-import { configMap, createGitSecret, createGitTarget, gitServer } from './harness.js';
+import { configMap } from './harness.js';
+import { startRbacMirror } from './rbac-mirror.js';
 
 const POLICY = join(REPO_ROOT, 'test/auth/fixtures/rbac-policy.yaml');
 const BOT = 'Reverser Bot <bot@reverser.example>';
 
 test('kubectl under RBAC: submitter, asserted author, refused assertion, impersonation', { timeout: 120_000 }, async (t) => {
-  const redis = await startRedis();
-  t.after(() => redis.stop());
-  const remote = await gitServer(t);
-  const store = await createStore({ storage: 'redis', redisUrl: redis.url });
-  t.after(() => store.close());
-  await createGitSecret(store, remote);
-  const { key } = await createGitTarget(store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
-  const sink = new StoreWindowSink(new WindowRecords(store), () => undefined);
-
-  const dir = tempDir(t, 'authorship-e2e-');
-  const serverCA = makeCA('authorship-serving-ca');
-  const clientCA = makeCA('authorship-client-ca');
-  writeFileSync(join(dir, 'client-ca.crt'), clientCA.certPem);
-  const srv = await startServer(t, serverCA, [
-    '--client-ca-file', join(dir, 'client-ca.crt'), '--authorization-mode=RBAC', '--authorization-policy-file', POLICY,
-    '--storage=redis', `--redis-url=${redis.url}`, '--controllers=all',
-    // The test's git http-backend is plain http on loopback: credentials over http need the development opt-in.
-    '--allow-insecure-credentials=true',
-    '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example',
-  ]);
+  const { srv, clientCA, dir, remote, key, sink } = await startRbacMirror(t, 'authorship', readFileSync(POLICY, 'utf8'));
   const alice = kubectlFor(dir, 'alice', srv.url, srv.caPem, issueClientCert(clientCA, 'alice'));
   const bob = kubectlFor(dir, 'bob', srv.url, srv.caPem, issueClientCert(clientCA, 'bob'));
   const admin = kubectlFor(dir, 'admin', srv.url, srv.caPem, issueClientCert(clientCA, 'e2e-admin'));

@@ -15,6 +15,12 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** `git --git-dir=<gitDir> ...`: read a bare repository (such as the server's own) in place. */
+export async function gitDir(dir: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('git', [`--git-dir=${dir}`, ...args], { cwd: tmpdir(), env: ENV, encoding: 'utf8', timeout: 15_000, maxBuffer: 256 * 1024 * 1024 });
+  return stdout;
+}
+
 export interface Checked {
   dir: string;
   files: string[];

@@ -12,18 +12,13 @@
 // - ANSI ESC and NUL are 422 Invalid on spec.message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
-import { createStore } from '../../src/storage/index.js';
-import { WindowRecords } from '../../src/controllers/windows/record.js';
-import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
 import { DEFAULT_PERSON_TRAILERS } from '../../src/registry/commit-message-policy.js';
-import { issueClientCert, makeCA } from '../support/pki.js';
-import { startRedis } from '../support/redis.js';
+import { issueClientCert } from '../support/pki.js';
 import { until } from '../support/deadline.js';
-import { GROUP_PATH, request, startServer, tempDir, type HttpResult } from '../auth-e2e/harness.js';
+import { GROUP_PATH, request, type HttpResult } from '../auth-e2e/harness.js';
 import { cloneAndCheck, git } from '../git/git-cli.js';
-import { configMap, createGitSecret, createGitTarget, gitServer } from '../controllers/harness.js';
+import { configMap } from '../controllers/harness.js';
+import { startRbacMirror } from '../controllers/rbac-mirror.js';
 
 const POLICY = `
 apiVersion: rbac.authorization.k8s.io/v1
@@ -70,25 +65,7 @@ const creq = (name: string, message: string) => ({
 });
 
 test('person-naming trailers need assert-author on every write path; messages are plain text', { timeout: 180_000 }, async (t) => {
-  const redis = await startRedis();
-  t.after(() => redis.stop());
-  const remote = await gitServer(t);
-  const store = await createStore({ storage: 'redis', redisUrl: redis.url });
-  t.after(() => store.close());
-  await createGitSecret(store, remote);
-  const { key } = await createGitTarget(store, 'tenants', remote.url('config'), { mode: 'OnRequest' });
-  const sink = new StoreWindowSink(new WindowRecords(store), () => undefined);
-
-  const dir = tempDir(t, 'commit-trailers-');
-  const serverCA = makeCA('trailers-serving-ca');
-  const clientCA = makeCA('trailers-client-ca');
-  writeFileSync(join(dir, 'client-ca.crt'), clientCA.certPem);
-  writeFileSync(join(dir, 'policy.yaml'), POLICY);
-  const srv = await startServer(t, serverCA, [
-    '--client-ca-file', join(dir, 'client-ca.crt'), '--authorization-mode=RBAC', '--authorization-policy-file', join(dir, 'policy.yaml'),
-    '--storage=redis', `--redis-url=${redis.url}`, '--controllers=all', '--allow-insecure-credentials=true',
-    '--committer-name=Reverser Bot', '--committer-email=bot@reverser.example', '--person-trailers=Paired-with',
-  ]);
+  const { srv, clientCA, remote, key, sink } = await startRbacMirror(t, 'trailers', POLICY, ['--person-trailers=Paired-with']);
   const certs = { alice: issueClientCert(clientCA, 'alice'), bob: issueClientCert(clientCA, 'bob') };
   const as = (who: keyof typeof certs) => (method: string, path: string, body?: unknown, contentType?: string): Promise<HttpResult> =>
     request(srv.url, srv.caPem, path, { method, cert: certs[who], body, contentType });

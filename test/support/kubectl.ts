@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 // The real kubectl binaries: the one on PATH and the pinned versions installed beside it
 // (kubectl.1.27, kubectl.1.33, ...). Each Kubectl instance has its own HOME and --cache-dir so
 // discovery and OpenAPI caches never leak between versions or test files.
@@ -28,6 +29,12 @@ export interface RunResult {
   code: number;
   stdout: string;
   stderr: string;
+}
+
+/** The command's stdout, after asserting it exited 0 (the failure names its exit code and both streams). */
+export function succeeded(r: RunResult): string {
+  assert.equal(r.code, 0, `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+  return r.stdout;
 }
 
 export class Kubectl {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseFieldSelector, parseLabelSelector } from '../../src/apiserver/selectors.js';
+import { parseFieldSelector, parseLabelSelector } from '../../src/api/selectors.js';
 import { StatusError } from '../../src/api/status.js';
 
 const labels = { app: 'demo', tier: 'web' };

@@ -6,7 +6,7 @@ import { jsonOf, send, sendJSONText, sendList } from '../respond.js';
 import type { ListBody } from '../list-body.js';
 import { parseIncludeObject, partialObjectMetadata, table, tableColumns, tableRow } from '../representation.js';
 import { encodeContinue, fieldSelectorKeys, parseListOptions } from '../list-options.js';
-import { exactFieldMatch, parseFieldSelector } from '../selectors.js';
+import { exactFieldMatch, parseFieldSelector } from '../../api/selectors.js';
 import type { HandlerContext } from './context.js';
 import { requestContext } from './context.js';
 import { serveWatch } from './watch.js';

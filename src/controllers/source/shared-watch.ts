@@ -14,7 +14,7 @@
 // subscriber that joins a running watch first gets the cache as its initial list, in order with
 // the events around it. The watch stops when its last subscriber leaves.
 import type { KubeObject } from '../../storage/types.js';
-import { parseLabelSelector, type LabelSelector } from '../../apiserver/selectors.js';
+import { parseLabelSelector, type LabelSelector } from '../../api/selectors.js';
 import { SourceError, toSourceError, type SourceClient } from './client.js';
 import type { ResolvedType } from './discovery.js';
 import { Reflector, type ReflectorOptions, type StreamHandlers, type StreamState } from './reflector.js';

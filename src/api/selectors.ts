@@ -1,6 +1,6 @@
 // Label and field selectors with Kubernetes syntax. A parse error is a 400 BadRequest.
-import { badRequest } from '../api/status.js';
-import { labelKeyErrors } from '../api/object-meta.js';
+import { badRequest } from './status.js';
+import { labelKeyErrors } from './object-meta.js';
 
 type Labels = Record<string, string> | undefined;
 
