@@ -79,4 +79,12 @@ test('Ready GitTargets at rest: no Redis reads or writes but one membership hear
   // One progress GET per second: at most 13.
   assert.ok((ran.get ?? 0) <= 13, `GETs of the counter in 12 s: ${JSON.stringify(ran)}`);
   assert.deepEqual((await rvs()).map((o) => o.metadata.resourceVersion), rv, 'no GitTarget was written at rest');
+  // What the mirror holds towards its source (the server's own sandbox, over loopback HTTP/2):
+  // one transport and one connection for all three GitTargets, one watch per namespace.
+  const metrics = (await server.get('/metrics')).text;
+  const gauge = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  assert.deepEqual(
+    Object.fromEntries(['reverser_source_transports', 'reverser_source_connections', 'reverser_source_streams', 'reverser_source_shared_watches', 'reverser_source_watch_subscribers'].map((n) => [n, gauge(n)])),
+    { reverser_source_transports: 1, reverser_source_connections: 1, reverser_source_streams: TENANTS.length, reverser_source_shared_watches: TENANTS.length, reverser_source_watch_subscribers: TENANTS.length },
+  );
 });
