@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 
-const BENCHES = { api: 'dist/bench/api/run.js', git: 'dist/bench/git/run.js', attack: 'dist/bench/attack/run.js', mirror: 'dist/bench/mirror/run.js', snapshot: 'dist/bench/snapshot/run.js', 'list-memory': 'dist/bench/list-memory/run.js', attribution: 'dist/bench/attribution/run.js', authority: 'dist/bench/authority/run.js', backlog: 'dist/bench/backlog/run.js', analyzer: 'dist/bench/analyzer/run.js', scale: 'dist/bench/scale/run.js', replicas: 'dist/bench/replicas/run.js' };
+const BENCHES = { api: 'dist/bench/api/run.js', git: 'dist/bench/git/run.js', attack: 'dist/bench/attack/run.js', mirror: 'dist/bench/mirror/run.js', snapshot: 'dist/bench/snapshot/run.js', 'list-memory': 'dist/bench/list-memory/run.js', attribution: 'dist/bench/attribution/run.js', authority: 'dist/bench/authority/run.js', backlog: 'dist/bench/backlog/run.js', analyzer: 'dist/bench/analyzer/run.js', scale: 'dist/bench/scale/run.js', replicas: 'dist/bench/replicas/run.js', peer: 'dist/bench/peer/run.js' };
 const [name, ...rest] = process.argv.slice(2);
 if (!name || !(name in BENCHES)) {
   console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [--no-build] [bench arguments]`);

@@ -1,8 +1,11 @@
 // The pre-authentication and patch attacks (security review of the HTTP surface): metric label
 // cardinality, idle connections, JSON-patch amplification, deep nesting.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { connect as tcpConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Attack, type Params, quantile, reconnecting } from './harness.js';
 
 const GV = '/apis/configbutler.ai/v1alpha1';
@@ -46,44 +49,30 @@ export const httpAttacks: Attack[] = [
     title: 'Idle connections',
     params: (p) => ({ idlePerKind: counts(p).idlePerKind, idleTimeoutSeconds: idleTimeout(p) }),
     note: (p) =>
-      `${counts(p).idlePerKind} each of: TCP connections that send nothing, TLS+HTTP/2 sessions that send only the preface and SETTINGS, TLS connections (HTTP/1.1) that send nothing; held open by the attacker. \`--idle-connection-timeout=${idleTimeout(p)} --tls-handshake-timeout=${idleTimeout(p)}\`; "during" lasts until the server has closed them all.`,
+      `${counts(p).idlePerKind} each of: TCP connections that send nothing, TLS+HTTP/2 sessions that send only the preface and SETTINGS, TLS connections (HTTP/1.1) that send nothing; held open by the attacker (a process of its own, one loopback address per kind). \`--idle-connection-timeout=${idleTimeout(p)} --tls-handshake-timeout=${idleTimeout(p)}\`; "during" lasts until the server has closed them all.`,
     async run(ctx) {
-      const kinds = ['tcp', 'h2-preface', 'tls-silent'] as const;
-      const sockets: Socket[] = [];
-      const closed: Promise<number>[] = [];
-      const started = Date.now();
-      const port = ctx.port;
-      for (const kind of kinds) {
-        await Promise.all(
-          Array.from({ length: counts(ctx.params).idlePerKind }, () =>
-            new Promise<void>((resolve) => {
-              let s: Socket;
-              const opened = () => resolve();
-              if (kind === 'tcp') s = tcpConnect({ host: '127.0.0.1', port }, opened);
-              else {
-                s = tlsConnect({ host: '127.0.0.1', port, ca: ctx.ca, servername: 'localhost', ALPNProtocols: [kind === 'h2-preface' ? 'h2' : 'http/1.1'] }, () => {
-                  if (kind === 'h2-preface') s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
-                  opened();
-                });
-              }
-              s.on('error', () => resolve());
-              s.on('data', () => {});
-              closed.push(new Promise((r) => s.once('close', () => r(Date.now() - started))));
-              sockets.push(s);
-            }),
-          ),
-        );
-      }
-      const legit = await ctx.writer.request('GET', `${GV}/namespaces/default/gittargets`, { timeoutMs: 30_000 });
+      // The attacker runs in a process of its own (idle-client.ts): its client-side handshakes on
+      // this process's event loop would otherwise delay the /healthz timings of the bystander.
+      const dir = mkdtempSync(join(tmpdir(), 'reverser-idle-'));
+      const caFile = join(dir, 'ca.crt');
+      writeFileSync(caFile, ctx.ca);
       // Wait for the server to close them, but not forever (a server without the defence never does).
       const waitS = idleTimeout(ctx.params) + 30;
-      const times = await Promise.all(closed.map((c) => Promise.race([c, new Promise<number>((r) => setTimeout(() => r(Infinity), waitS * 1000))])));
+      const child = spawn(process.execPath, [fileURLToPath(new URL('./idle-client.js', import.meta.url)), String(ctx.port), String(counts(ctx.params).idlePerKind), caFile, String(waitS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      const opened = new Promise<void>((resolve) => child.stdout.on('data', (c: string) => ((out += c), /opened \d+/.test(out) && resolve())));
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      await Promise.race([opened, exited]);
+      const legit = await ctx.writer.request('GET', `${GV}/namespaces/default/gittargets`, { timeoutMs: 30_000 });
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+      const times = (JSON.parse(/closed (.*)/.exec(out)?.[1] ?? '[]') as Array<number | null>).map((t) => t ?? Infinity);
       const open = times.filter((t) => t === Infinity).length;
       const last = Math.max(...times.filter((t) => t !== Infinity));
-      sockets.forEach((s) => s.destroy());
       return {
         text:
-          `${sockets.length} connections opened; a legitimate list meanwhile answered ${legit.status} in ${legit.ms.toFixed(0)} ms; ` +
+          `${/opened (\d+)/.exec(out)?.[1] ?? '?'} connections opened; a legitimate list meanwhile answered ${legit.status} in ${legit.ms.toFixed(0)} ms; ` +
           (open ? `${open} still open after ${waitS} s (the attacker let go then)` : `the server closed the last one after ${(last / 1000).toFixed(1)} s`),
       };
     },

@@ -24,6 +24,7 @@ import { beginRun, machineFacts, spread } from '../common/results.js';
 import { createTenantSource, createTenantTarget, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
+import { collectCommits, stageFigures, threadCpuMs, type EditTimes } from './stages.js';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -45,6 +46,8 @@ function serverArgs(port: number, dataDir: string, certDir: string, redisUrl: st
   return [MAIN, 'serve', '--storage=redis', '--redis-url', redisUrl, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--sandbox', '--log-level=warn', '--max-gittargets-per-namespace=0', '--max-gittargets-per-cluster=0'];
 }
 
+/** BENCH_SERVER_ARGS: more flags for the measured server of the tenants part (e.g. `--git-workers=1` for a baseline). */
+const extraServerArgs = () => (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 const nodeArgs = () => (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
@@ -120,7 +123,10 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
   await redis.flushall();
   const port = await freePort();
   const dataDir = join(tmp, `data-${n}`);
-  const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...serverArgs(port, dataDir, certDir, redisUrl)], /serving/, 60_000);
+  // At info level the server logs each commit's milestones (bench/scale/stages.ts reads them).
+  const args = serverArgs(port, dataDir, certDir, redisUrl).map((a) => (a === '--log-level=warn' ? '--log-level=info' : a));
+  const child: Child = await startChild('reverser server', process.execPath, [...nodeArgs(), ...args, ...extraServerArgs()], /serving/, 60_000);
+  const commitLines = collectCommits(child.proc.stderr!);
   const t: Target = { host: '127.0.0.1', port, tls: tls(certDir) };
   let agent = agentFor(t, SETUP_IN_FLIGHT);
   let stopping = false;
@@ -187,7 +193,12 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     st = await readyCount(t, agent);
     const watch = watchCommits(t, st.rv);
     await sleep(500);
+    // What the edits cost, whatever the machine's load: the server's CPU (main thread, other threads) and Redis commands, per edit.
+    const editCpu0 = threadCpuMs(child.pid);
+    const editCmds0 = await redisCommandCalls(redis);
     const lat: number[] = [];
+    const times: EditTimes[] = [];
+    const wall = (at: number) => performance.timeOrigin + at;
     const begin = performance.now();
     await Promise.all(
       order_.map(async (i, k) => {
@@ -200,9 +211,14 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
         const seen = await Promise.race([watch.next(ns, st.sha.get(ns) ?? ''), sleep(120_000).then(() => undefined)]);
         if (!seen) throw new Error(`${ns}: no commit within 120 s of its edit`);
         lat.push(seen.at - sent);
+        times.push({ ns, sentAt: wall(sent), seenAt: wall(seen.at) });
       }),
     );
     watch.stop();
+    const editCpu1 = threadCpuMs(child.pid);
+    const editCmds = Object.values(commandDelta(editCmds0, await redisCommandCalls(redis))).reduce((a, b) => a + b, 0);
+    const perEdit = { main: (editCpu1.main - editCpu0.main) / edits, others: (editCpu1.others - editCpu0.others) / edits, cmds: editCmds / edits };
+    log(`edit phase: server CPU per edit ${fmt(perEdit.main, 1)} ms main thread + ${fmt(perEdit.others, 1)} ms other threads, ${fmt(perEdit.cmds, 1)} Redis commands per edit`);
     // A sample checked in Git: the edit is in the branch of the tenant's own repository.
     const gitRoot = join(dataDir, 'git');
     let checked = 0;
@@ -214,8 +230,11 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
       checked++;
     }
     log(`edits: ${edits} at ${EDITS_PER_SECOND}/s, PATCH → pushed commit p50 ${fmt(quantile(lat, 0.5), 0)} ms, p99 ${fmt(quantile(lat, 0.99), 0)} ms; ${checked} checked in git`);
+    const stages = stageFigures(times, commitLines.forEdit, IDLE_SECONDS * 1000);
+    commitLines.stop();
+    for (const f of stages.figures) log(`  stage ${f.stage}: p50 ${fmt(f.p50, 0)} ms, p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms`);
 
-    const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, quick }, started });
+    const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, quick, serverArgs: extraServerArgs() }, started });
     run.samples('edit → pushed commit ms', lat);
     run.row({ metric: 'first GitTarget create → all Ready', unit: 's', value: readyMs / 1000, digits: 1, notes: `creating the ${n} GitTargets (after their namespaces and ${objects} ConfigMaps each, not timed; ${SETUP_IN_FLIGHT} requests in flight) took ${fmt(createdMs / 1000, 1)} s of it` });
     const big = n >= 10_000;
@@ -226,7 +245,15 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const p99 = quantile(lat, 0.99);
     run.row({ metric: `edit → pushed commit, p50 (${edits} edits at ${EDITS_PER_SECOND}/s)`, unit: 'ms', value: quantile(lat, 0.5), digits: 0 });
     run.row({ metric: 'edit → pushed commit, p99', unit: 'ms', value: p99, digits: 0, target: `≤ ${(IDLE_SECONDS + 1) * 1000} ms (idleSeconds + 1 s)`, met: p99 <= (IDLE_SECONDS + 1) * 1000 });
+    run.row({ metric: 'server CPU per edit, main thread', unit: 'ms', value: perEdit.main, digits: 1, notes: `other threads (git workers, libuv, GC) ${fmt(perEdit.others, 1)} ms; from the first edit to the last commit seen, /proc per thread` });
+    run.row({ metric: 'Redis commands per edit', unit: 'cmds', value: perEdit.cmds, digits: 1, notes: 'INFO commandstats over the edit phase (the at-rest heartbeat included)' });
+    for (const f of stages.figures) run.row({ metric: `stage: ${f.stage}, p50 / p99`, unit: 'ms', value: f.p50, digits: 0, notes: `p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms; ${f.what} (${stages.matched} of ${edits} edits matched to the server's commit lines)` });
     run.write();
+  } catch (e) {
+    // A reset connection may be the server dying: say so, with what it printed last (its exit event may come after the reset).
+    await sleep(1000);
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) log(`the server exited (${child.proc.exitCode ?? child.proc.signalCode}):\n${child.output().split('\n').filter((l) => !l.includes('"level":"info"')).slice(-40).join('\n')}`);
+    throw e;
   } finally {
     stopping = true;
     agent.destroy();

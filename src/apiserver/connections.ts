@@ -3,13 +3,15 @@
 // (--tls-handshake-timeout); an HTTP/2 session with no open stream, an HTTP/1.1 connection with
 // no request in progress, and a request whose body never finishes are closed after
 // --idle-connection-timeout (kube-apiserver closes idle HTTP/2 connections after 90 s); streams per
-// HTTP/2 session are capped (--http2-max-streams-per-connection). Long-running requests (watches)
-// are not idle: their connections stay open however quiet they are.
+// HTTP/2 session are capped (--http2-max-streams-per-connection); TLS handshakes in progress are
+// bounded per client address (--max-tls-handshakes-per-address, handshakes.ts). Long-running
+// requests (watches) are not idle: their connections stay open however quiet they are.
 import type { Http2SecureServer, Http2Session, ServerHttp2Stream } from 'node:http2';
 import { constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../metrics/logger.js';
 import * as status from '../api/status.js';
+import { gateHandshakes } from './handshakes.js';
 
 export interface ConnectionLimits {
   /** Idle HTTP/2 sessions and HTTP/1.1 connections are closed after this long (ms). */
@@ -18,12 +20,15 @@ export interface ConnectionLimits {
   handshakeTimeoutMs: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS announced to (and enforced on) HTTP/2 clients. */
   maxStreamsPerConnection: number;
+  /** TLS handshakes in progress per client address; more connections wait their turn (0: no bound). */
+  maxHandshakesPerAddress: number;
 }
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   idleTimeoutMs: 90_000,
   handshakeTimeoutMs: 10_000,
   maxStreamsPerConnection: 1000,
+  maxHandshakesPerAddress: 16,
 };
 
 /** Options merged into the TLS/HTTP2 server's options. */
@@ -48,6 +53,8 @@ function closeSession(session: Http2Session): void {
 
 export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger): void {
   const idle = limits.idleTimeoutMs;
+  const gate = gateHandshakes(server as never, limits.maxHandshakesPerAddress, limits.handshakeTimeoutMs);
+  let waitedOutBefore = 0;
   let closedIdle = 0;
   server.on('session', (session: Http2Session) => {
     openStreams.set(session, 0);
@@ -86,10 +93,12 @@ export function guardConnections(server: Http2SecureServer, limits: ConnectionLi
   let handshakeFailures = 0;
   server.on('tlsClientError', () => handshakeFailures++);
   const report = setInterval(() => {
-    if (closedIdle > 0 || handshakeFailures > 0) {
-      log.debug('closed idle connections', { idle: closedIdle, tlsHandshakeFailures: handshakeFailures });
+    const waitedOut = gate.waitedOut() - waitedOutBefore;
+    if (closedIdle > 0 || handshakeFailures > 0 || waitedOut > 0) {
+      log.debug('closed idle connections', { idle: closedIdle, tlsHandshakeFailures: handshakeFailures, waitedForHandshakeSlot: waitedOut });
       closedIdle = 0;
       handshakeFailures = 0;
+      waitedOutBefore += waitedOut;
     }
   }, 60_000);
   report.unref();

@@ -1,36 +1,75 @@
 // Applying JSON patches (RFC 6902) and merge patches (RFC 7386) within bounds. A patch may not
 // grow the object past the request body limit: `copy` can double a document per operation (the
-// CVE-2019-1002100 pattern: 30 copies of /metadata into itself is 2^30 times its size), so the
-// bytes copied are counted before each copy and application stops at the first operation that
-// would exceed the limit. Library errors are turned into messages about the patch.
+// CVE-2019-1002100 pattern: 30 copies of /metadata into itself is 2^30 times its size), so each
+// copied value is cloned against the bytes the limit still allows, and application stops at the
+// first operation that would exceed it: the 413 comes after O(limit) work, never after building
+// the larger document. Every walk over the object (the copy of the stored object, each copied
+// value, the conversion of the result) is one pass, in slices that yield the event loop
+// (src/registry/apply/work.ts), so a patch at the limit delays other clients by a slice, not by
+// the whole patch. Library errors are turned into messages about the patch.
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import * as status from '../api/status.js';
 import { type Work, YIELD_MASK, finish, inSlices } from '../registry/apply/work.js';
 
-const { applyOperation, JsonPatchError, deepClone, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
+const { applyOperation, JsonPatchError, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
-/**
- * A copy whose objects have no prototype. `__proto__` is a valid ConfigMap data key; on a plain
- * object `obj["__proto__"] = v` (what fast-json-patch's add/replace do) sets the prototype instead
- * of the key, so the key was lost, and the library's guard refused such paths outright. On
- * null-prototype objects it is an ordinary key, and `/constructor/prototype/...` resolves to
- * nothing (no prototype to reach), so the guard is not needed.
- */
-function nullPrototype(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(nullPrototype);
-  if (v === null || typeof v !== 'object') return v;
-  const o = Object.create(null) as Record<string, unknown>;
-  for (const [k, x] of Object.entries(v)) o[k] = nullPrototype(x);
-  return o;
+/** A bounded copy: the copy and its approximate JSON size, or `over` once the size passed the budget. */
+interface BoundedCopy {
+  copy: unknown;
+  size: number;
+  over: boolean;
 }
 
-/** Back to ordinary objects, `__proto__` kept as an own key (defineProperty, as JSON.parse does). */
-function ordinary(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(ordinary);
-  if (v === null || typeof v !== 'object') return v;
-  const o: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) Object.defineProperty(o, k, { value: ordinary(x), enumerable: true, writable: true, configurable: true });
-  return o;
+/**
+ * A deep copy of JSON data, counting its approximate JSON size (as jsonSizeWork does) while it
+ * copies and giving up as soon as the size passes `budget`, so an oversized value costs at most
+ * O(budget). Iterative, so a deeply nested value (copies can nest a document into itself again
+ * and again) cannot overflow the stack.
+ *
+ * `nullPrototype`: objects without a prototype. `__proto__` is a valid ConfigMap data key; on a
+ * plain object `obj["__proto__"] = v` (what fast-json-patch's add/replace do) sets the prototype
+ * instead of the key, so the key was lost, and the library's guard refused such paths outright.
+ * On null-prototype objects it is an ordinary key, and `/constructor/prototype/...` resolves to
+ * nothing (no prototype to reach), so the guard is not needed. Without it the copy is made of
+ * ordinary objects again, `__proto__` kept as an own key (defineProperty, as JSON.parse does).
+ */
+function* boundedCopyWork(value: unknown, budget: number, nullPrototype: boolean): Work<BoundedCopy> {
+  const root: { v: unknown } = Object.create(null) as { v: unknown };
+  // Each entry: a source value, and where its copy goes.
+  const stack: Array<[unknown, Record<string, unknown> | unknown[], string | number]> = [[value, root as Record<string, unknown>, 'v']];
+  let size = 0;
+  let visited = 0;
+  while (stack.length > 0) {
+    const [v, parent, key] = stack.pop()!;
+    let c: unknown = v;
+    if (typeof v === 'string') size += v.length + 2;
+    else if (typeof v === 'number') size += 8;
+    else if (typeof v === 'boolean' || v === null || v === undefined) size += 5;
+    else if (Array.isArray(v)) {
+      size += 2 + v.length;
+      const a: unknown[] = new Array(v.length);
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], a, i]);
+      c = a;
+    } else if (typeof v === 'object') {
+      const o = (nullPrototype ? Object.create(null) : {}) as Record<string, unknown>;
+      const src = v as Record<string, unknown>;
+      // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
+      const keys = Object.keys(src);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i]!;
+        size += k.length + 4;
+        stack.push([src[k], o, k]);
+      }
+      size += 2;
+      c = o;
+    }
+    if (Array.isArray(parent)) parent[key as number] = c;
+    else if (key === '__proto__' && Object.getPrototypeOf(parent) !== null) Object.defineProperty(parent, key, { value: c, enumerable: true, writable: true, configurable: true });
+    else parent[key as string] = c;
+    if (size > budget) return { copy: undefined, size, over: true };
+    if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
+  }
+  return { copy: root.v, size, over: false };
 }
 
 /** The value at a JSON pointer, own properties only (the library's lookup refuses `__proto__`); undefined when absent. */
@@ -56,6 +95,11 @@ function valueAt(document: unknown, pointer: string): unknown {
  */
 function checkOperation(op: Operation, index: number, document: unknown, existingPathFragment: string): void {
   validator(op, index); // the operation's shape only
+  checkPaths(op, index, document, existingPathFragment);
+}
+
+/** checkOperation without the shape check: for the adds this module makes of copies. */
+function checkPaths(op: Operation, index: number, document: unknown, existingPathFragment: string): void {
   if (op.op === 'add') {
     const pathLen = op.path.split('/').length;
     const existingLen = existingPathFragment.split('/').length;
@@ -144,14 +188,16 @@ function explain(e: unknown, op: Operation, index: number): string {
  * would make the document larger than `limitBytes`, 422 Invalid when an operation does not apply.
  */
 export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
-  let document = nullPrototype(doc);
+  const start = await inSlices(boundedCopyWork(doc, Infinity, true));
+  let document = start.copy;
+  const base = start.size;
   // Operations hand their values to the document, which later operations change: every
-  // application (a conflict retries it) starts from a fresh copy of the patch.
-  const ops = (deepClone(patch) as Operation[]).map((op) => ('value' in op ? { ...op, value: nullPrototype(op.value) } : op)) as Operation[];
+  // application (a conflict retries it) starts from a fresh copy of the patch's values.
+  const ops: Operation[] = [];
+  for (const op of patch) ops.push('value' in op ? ({ ...op, value: (await inSlices(boundedCopyWork(op.value, Infinity, true))).copy } as Operation) : { ...op });
   let copied = 0;
-  const base = jsonSizeWithin(document, limitBytes);
-  // Large copies take milliseconds each: give other requests the event loop between operations
-  // once this one has had it for a while, so a heavy patch delays nobody else by much.
+  // Give other requests the event loop between operations once this one has had it for a
+  // while (each copy also yields within itself), so a heavy patch delays nobody else by much.
   let slice = performance.now();
   for (let index = 0; index < ops.length; index++) {
     const op = ops[index]!;
@@ -163,34 +209,35 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
       throw status.patchInvalid(`${describe(op, index)}: a value cannot be moved into one of its own children`);
     }
     let applied = op;
+    let check = checkOperation;
     if (op.op === 'copy') {
       const value = valueAt(document, op.from);
       if (value === undefined) throw status.patchInvalid(`${describe(op, index)}: the "from" path does not exist in the object`);
-      // Every copy adds its bytes to the document; stop before cloning past the limit.
-      copied += jsonSizeWithin(value, limitBytes);
-      if (base + copied > limitBytes) throw status.patchTooLarge(limitBytes, describe(op, index));
-      // A copy is an add of the value at "from" (RFC 6902 4.5); cloned here so the copy has no
-      // prototypes either (the library's own clone would make ordinary objects).
-      applied = { op: 'add', path: op.path, value: nullPrototype(value) };
+      // A copy is an add of the value at "from" (RFC 6902 4.5). It adds its bytes to the
+      // document: cloned against what the limit still allows, stopping as soon as it passes it.
+      const c = await inSlices(boundedCopyWork(value, limitBytes - base - copied, true));
+      if (c.over) throw status.patchTooLarge(limitBytes, describe(op, index));
+      copied += c.size;
+      applied = { op: 'add', path: op.path, value: c.copy };
+      // Our own add of a value taken from the document: its shape needs no check, and the
+      // library's check walks the whole value (for undefined) once more.
+      check = checkPaths;
     }
     try {
-      // banPrototypeModifications off: the document has no prototypes to modify (nullPrototype).
-      document = applyOperation(document, applied, checkOperation as never, true, false, index).newDocument;
+      // banPrototypeModifications off: the document has no prototypes to modify (boundedCopyWork).
+      document = applyOperation(document, applied, check as never, true, false, index).newDocument;
     } catch (e) {
       if (e instanceof status.StatusError) throw e;
       throw status.patchInvalid(explain(e, op, index));
     }
   }
-  return checkPatchedSize(ordinary(document), limitBytes);
+  // Back to ordinary objects, and the result must fit the limit: one pass, stopping at the limit.
+  const result = await inSlices(boundedCopyWork(document, limitBytes, false));
+  if (result.over) throw status.patchTooLarge(limitBytes, 'the patched object');
+  return result.copy;
 }
 
-/** The result of any patch must still fit the body limit (it is what gets stored). */
-export function checkPatchedSize(document: unknown, limitBytes: number): unknown {
-  if (jsonSizeWithin(document, limitBytes) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
-  return document;
-}
-
-/** checkPatchedSize in slices, for a patched object that may be as large as the limit. */
+/** The result of a merge or strategic merge patch must still fit the body limit (it is what gets stored); in slices. */
 export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number): Promise<unknown> {
   if ((await inSlices(jsonSizeWork(document, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
   return document;

@@ -1,12 +1,10 @@
 // A small client for the hosting cluster: JSON POST/GET and one watch, over a keep-alive agent
-// built once from the kubeconfig's TLS material. @kubernetes/client-node loads the kubeconfig
+// built once from the kubeconfig's TLS material. kubeconfig/kubeconfig.ts loads the kubeconfig
 // (files, in-cluster, token files that rotate); we make the calls ourselves so the uncached
 // authorization path costs one request on a warm connection and nothing else.
 import http from 'node:http';
 import https from 'node:https';
-// Type-only at load time: the library costs ~70 MB of memory, so it is imported (below) only when a
-// hosting cluster is actually configured.
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../kubeconfig/kubeconfig.js';
 import type { HostingClusterOptions } from './options.js';
 
 export class HostingError extends Error {
@@ -38,8 +36,7 @@ export class HostingClient {
   ) {}
 
   static async create(opts: HostingClusterOptions): Promise<HostingClient> {
-    const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
-    const kc = new KubeConfigClass();
+    const kc = new KubeConfig();
     if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
     else kc.loadFromCluster();
     const cluster = kc.getCurrentCluster();

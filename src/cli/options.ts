@@ -8,6 +8,7 @@ import { LOG_LEVELS, type LogLevel } from '../metrics/logger.js';
 // Not '../git/index.js': that loads the engine (isomorphic-git), which only serve needs, on first use.
 import { DEFAULT_COMMITTER_EMAIL, DEFAULT_COMMITTER_NAME } from '../git/committer.js';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../git/remote-limits.js';
+import { MAX_DEFAULT_GIT_WORKERS, defaultGitWorkers } from '../git/worker-pool-size.js';
 import { CONTROLLER_NAMES, parseControllers, type ControllerName } from '../controllers/names.js';
 import { REGISTRATION_FLAGS, RegistrationFlagError, parseRegistrationFlags, type RegistrationOptions } from '../registration/index.js';
 import { parseDuration } from '../auth/index.js';
@@ -53,6 +54,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'max-streams-per-namespace', description: "Source streams of all of one namespace's GitTargets together (0: unlimited).", default: String(DEFAULT_GITTARGET_QUOTAS.streamsPerNamespace) },
   { name: 'idle-connection-timeout', description: 'Seconds after which an HTTP/2 connection without open streams, or an HTTP/1.1 connection without a request in progress, is closed; also the time a request body has to arrive.', default: '90' },
   { name: 'tls-handshake-timeout', description: 'Seconds a client has to complete the TLS handshake.', default: '10' },
+  { name: 'max-tls-handshakes-per-address', description: 'TLS handshakes in progress at once per client address; further connections from it wait their turn (closed if still waiting after --tls-handshake-timeout). 0: no bound.', default: '16' },
   { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
@@ -62,6 +64,10 @@ const SERVE_FLAGS: Flag[] = [
     name: 'git-max-response-bytes',
     description: 'Largest body of one HTTP response from a git remote; a remote sending more is stopped and its GitTarget shows RepositoryReady=False (RemoteResponseTooLarge).',
     default: String(DEFAULT_MAX_RESPONSE_BYTES),
+  },
+  {
+    name: 'git-workers',
+    description: `Git engine worker threads: each repository commits on one of them, different repositories in parallel (default: the CPUs available to the process, at most ${MAX_DEFAULT_GIT_WORKERS}).`,
   },
   { name: 'controllers', description: `Controllers to run in this process: all, none (API only), or a comma-separated list of ${CONTROLLER_NAMES.join(', ')}.`, default: 'all' },
   {
@@ -196,7 +202,10 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     streamsPerGitTarget: int(values, 'max-streams-per-gittarget', 0, 1_000_000),
     streamsPerNamespace: int(values, 'max-streams-per-namespace', 0, 10_000_000),
   };
-  const git = { maxResponseBytes: int(values, 'git-max-response-bytes', 65536, 16 * 1024 * 1024 * 1024) };
+  const git = {
+    maxResponseBytes: int(values, 'git-max-response-bytes', 65536, 16 * 1024 * 1024 * 1024),
+    workers: values['git-workers'] === undefined ? defaultGitWorkers() : int(values, 'git-workers', 1, 64),
+  };
   const duration = (name: string, min: number, max: number): number => {
     const ms = parseDuration(values[name]!);
     if (ms === undefined || ms < min || ms > max) throw new FlagError(`--${name}: must be a duration between ${min / 1000}s and ${max / 1000}s (e.g. 3s, 1500ms), got ${JSON.stringify(values[name])}`);
@@ -214,6 +223,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     idleTimeoutMs: int(values, 'idle-connection-timeout', 1, 86400) * 1000,
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
     maxStreamsPerConnection: int(values, 'http2-max-streams-per-connection', 1, 100_000),
+    maxHandshakesPerAddress: int(values, 'max-tls-handshakes-per-address', 0, 100_000),
   };
   let auth: { authn: AuthnOptions; authz: AuthzOptions };
   try {

@@ -16,7 +16,7 @@ import type { TargetKey, WindowSink } from './windows/types.js';
 import type { ControllerName } from './names.js';
 import { SystemClient, type RequestMetrics } from './client.js';
 import type { Registries } from '../registry/registries.js';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../kubeconfig/kubeconfig.js';
 import type { AttributionConfig } from '../attribution/join.js';
 import type { EventRecorder } from './events/recorder.js';
 import type { GitTargetSpec } from '../api/gittarget.js';

@@ -130,6 +130,8 @@ export type CommitResult =
 
 /** Where the last attempt of a commit spent its time (ms), for the committed window's log line. */
 export interface CommitTimings {
+  /** Wall-clock ms (epoch) at which this engine began the commit: after the handoff from the main thread and any commit ahead of it on the same repository. */
+  startedAt: number;
   sync: number;
   build: number;
   write: number;
@@ -256,6 +258,7 @@ export class GitEngine {
     // have pushed, so that attempt reads the remote again. (A read that is stale anyway only costs
     // a retry: the push is a compare-and-swap.)
     const startedAt = performance.now();
+    const startedAtWall = Date.now();
     const early = repo.sync(input.branch).then(
       (state) => ({ state }),
       (error: unknown) => ({ error }),
@@ -300,7 +303,7 @@ export class GitEngine {
             if (lease) await lease.fence();
           });
           built.index.record(built.folderTree, built.indexUpdates);
-          const timings = { sync: Math.round(t1 - t0), build: Math.round(t2 - t1), write: Math.round(t3 - t2), push: Math.round(performance.now() - t3) };
+          const timings = { startedAt: startedAtWall, sync: Math.round(t1 - t0), build: Math.round(t2 - t1), write: Math.round(t3 - t2), push: Math.round(performance.now() - t3) };
           return { outcome: 'Committed', sha: built.commit, attempts: attempt, objectsWritten: objects.length, timings };
         } catch (e) {
           repo.store.discardStaged();

@@ -29,6 +29,11 @@ export interface CommitEngine {
 
 /** Changes per message when a commit is copied to the worker in slices. */
 const SLICE = 500;
+/**
+ * The worker's young generation, in MiB (V8 splits it into two semi-spaces and a large-object
+ * space, so 6 is 2 MiB semi-spaces, the size --max-semi-space-size=2 gives the main thread).
+ */
+const WORKER_YOUNG_GENERATION_MB = 6;
 
 export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { lease?: LeaseProvider };
 
@@ -127,7 +132,11 @@ export class GitWorker implements CommitEngine {
     if (this.worker) return this.worker;
     const { lease, ...rest } = this.opts;
     const data: WorkerEngineOptions = { ...rest, holder: this.holder, useLeases: lease !== undefined };
-    const w = new Worker(new URL('./worker-thread.js', import.meta.url), { workerData: data });
+    // A small young generation whatever node's flags: a snapshot's burst of short-lived objects
+    // otherwise grows the worker's semi-spaces to V8's default maximum (16 MiB each), and they stay
+    // committed at rest (the main thread's are set by the image's --max-semi-space-size, Dockerfile;
+    // `npm run bench -- peer`, docs/benchmarks.md "Side by side with the Go operator").
+    const w = new Worker(new URL('./worker-thread.js', import.meta.url), { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
     w.on('message', (msg: FromWorker) => this.onMessage(w, msg));
     w.on('error', (e) => {
       if (this.worker === w) this.worker = undefined;

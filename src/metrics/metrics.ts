@@ -11,7 +11,11 @@ export interface ServerMetrics {
 
 export function createServerMetrics(): ServerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // The event-loop lag histogram samples with a timer: at prom-client's default 10 ms that is 100
+  // wake-ups a second, ~3 ms of CPU a second at rest (measured: `npm run bench -- peer`,
+  // docs/benchmarks.md). Every 250 ms still sees any stall that long, and a shorter one in
+  // proportion to its length.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 250 });
   return {
     registry,
     requests: new Counter({

@@ -38,6 +38,8 @@ export interface Config {
   store: Omit<StoreOptions, 'warn'>;
   /** The git engine's options but its lease provider, which is the store once it is open. */
   gitEngine: Omit<GitWorkerOptions, 'lease'>;
+  /** Worker threads of the git engine (--git-workers; src/git/worker-pool.ts). */
+  gitWorkers: number;
 }
 
 /** The config with its defaults filled: the serving certificate, the dev CA, the admin kubeconfig. */
@@ -98,6 +100,7 @@ export function newConfig(opts: ServeOptions, version: Record<string, string>): 
       // the windows controller's backoff paces the retries (src/controllers/windows/backoff.ts).
       unreachableRetryMs: 0,
     },
+    gitWorkers: opts.git.workers,
   };
 }
 

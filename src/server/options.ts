@@ -36,13 +36,13 @@ export interface ServeOptions {
   maxRequestBytes: number;
   /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
   quotas: GitTargetQuotas;
-  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number };
+  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number; maxHandshakesPerAddress: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
   /** Trailer keys that name a person in a CommitRequest message (registry/commit-message-policy.ts). */
   personTrailers: string[];
-  /** Limits on what a git remote may send (--git-max-response-bytes). */
-  git: { maxResponseBytes: number };
+  /** Limits on what a git remote may send (--git-max-response-bytes); git engine worker threads (--git-workers). */
+  git: { maxResponseBytes: number; workers: number };
   controllers: Set<ControllerName>;
   /** Per-edit attribution: how long a change waits for its fact, and the no-facts grace of AuditAttribution (ms). */
   attribution: { graceMs: number; noFactsGraceMs: number };

@@ -68,7 +68,7 @@ export async function run(c: CompletedConfig, log: Logger, releaseLock: () => vo
   const authz = await buildAuthorization(opts.authz, { logger: authLogger(log) });
   const store = await createStore({ ...c.store, warn: (m, f) => log.warn(m, f) });
   let engine: Promise<CommitEngine> | undefined;
-  const git = () => (engine ??= import('../git/worker.js').then(({ GitWorker }) => new GitWorker({ ...c.gitEngine, lease: store })));
+  const git = () => (engine ??= import('../git/worker-pool.js').then(({ GitWorkerPool }) => new GitWorkerPool({ ...c.gitEngine, lease: store }, c.gitWorkers)));
   // Declared before the server is built: the RepositoryScan strategy reads the controllers' credentials once they run.
   let controllers: RunningControllers | undefined;
   const metrics = createServerMetrics();

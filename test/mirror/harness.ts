@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../src/kubeconfig/kubeconfig.js';
 import { freePort, startServer, type StartedServer } from '../support/server.js';
 import { Kubectl, kubectlBinary } from '../support/kubectl.js';
 import { until } from '../support/deadline.js';

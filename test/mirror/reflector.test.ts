@@ -2,7 +2,7 @@
 // are a real list/watch API with pagination, bookmarks and 410 Gone (a short event-log retention).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../src/kubeconfig/kubeconfig.js';
 import { startServer, ns, gitTarget, freePort, type StartedServer } from '../support/server.js';
 import { SourceClient, type SourceError } from '../../src/controllers/source/client.js';
 import { Discovery, type ResolvedType } from '../../src/controllers/source/discovery.js';
@@ -223,7 +223,7 @@ test('403 is AccessDenied: an authenticated user without a grant', { timeout: 60
     const b64 = (x: string) => Buffer.from(x).toString('base64');
     const kc = new KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'c', server: rbac.url, caData: b64(ca.certPem) }],
+      clusters: [{ name: 'c', server: rbac.url, caData: b64(ca.certPem), skipTLSVerify: false }],
       users: [{ name: 'nobody', certData: b64(nobody.certPem), keyData: b64(nobody.keyPem) }],
       contexts: [{ name: 'x', cluster: 'c', user: 'nobody' }],
       currentContext: 'x',

@@ -47,6 +47,22 @@ test('sanitizeObject: empty labels/annotations vanish; kind removals; extra top-
   assert.deepEqual(cm, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: '1' }, binaryData: { b: 'AA==' } });
 });
 
+test('sanitizeObject copies the payload as a JSON round trip would, and never shares its objects with the input', () => {
+  const data = JSON.parse('{"__proto__":"x","b":"y"}') as Record<string, unknown>;
+  const spec = { nested: [{ a: [1, -0, undefined, 'z'] }, null], gone: undefined, n: -0, deep: { e: {} } };
+  const live = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n' }, data, spec } as unknown as KubeObject;
+  const out = sanitizeObject(live);
+  assert.deepEqual(out.data, JSON.parse(JSON.stringify(data)));
+  assert.deepEqual(Object.keys(out.data as object), ['__proto__', 'b'], '__proto__ stays an own key');
+  assert.equal(Object.getPrototypeOf(out.data), Object.prototype);
+  assert.deepEqual(out.spec, JSON.parse(JSON.stringify(spec)));
+  assert.ok(Object.is((out.spec as any).n, 0) && Object.is((out.spec as any).nested[0].a[1], 0), '-0 becomes 0, as JSON writes it');
+  (out.spec as any).deep.e.changed = true;
+  (out.spec as any).nested[0].a.push('more');
+  assert.deepEqual(spec.deep.e, {}, 'the input is not changed through the copy');
+  assert.equal(spec.nested[0]!.a.length, 4);
+});
+
 test('isClusterNoise', () => {
   const cm = (name: string, annotations?: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'a', annotations } });
   assert.equal(isClusterNoise(cm('kube-root-ca.crt'), { group: '', resource: 'configmaps' }), true);

@@ -9,6 +9,7 @@ import type { TestContext } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { ns, pool, startServer, type StartedServer } from '../support/server.js';
 import { createStore } from '../../src/storage/index.js';
+import { StorageError } from '../../src/storage/types.js';
 import { GT } from '../controllers/harness.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { until } from '../support/deadline.js';
@@ -82,6 +83,23 @@ export async function startFleet(t: TestContext, redisUrl: string, n: number): P
 }
 
 /**
+ * A create that a loaded machine may time out (the store answers Unavailable after its 3 s command
+ * timeout): tried again, and an AlreadyExists after such a timeout means the first try was applied.
+ */
+async function created(create: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await create();
+      return;
+    } catch (e) {
+      if (attempt > 0 && e instanceof StorageError && e.code === 'AlreadyExists') return;
+      if (attempt >= 4 || !(e instanceof StorageError && e.code === 'Unavailable')) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/**
  * `count` suspended GitTargets in namespace `bulk`, written into the store the replicas share (as
  * test/controllers/harness.ts createGitTarget does): each on its own repository, with the schema's
  * defaults and the Ready=False/Suspended status the mirror would write. Through the API this took
@@ -93,7 +111,7 @@ export async function seedSuspended(redisUrl: string, count: number): Promise<vo
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     await pool(Array.from({ length: count }, (_, i) => i), 32, async (i) => {
       const name = `s-${i}`;
-      await store.create(GT, { cluster: '_', namespace: 'bulk', name }, {
+      await created(() => store.create(GT, { cluster: '_', namespace: 'bulk', name }, {
         apiVersion: 'configbutler.ai/v1alpha1',
         kind: 'GitTarget',
         metadata: { name, namespace: 'bulk', uid: randomUUID(), generation: 1, creationTimestamp: now },
@@ -103,7 +121,7 @@ export async function seedSuspended(redisUrl: string, count: number): Promise<vo
           resources: [{ group: '', resource: 'configmaps', namespaces: ['bulk'] }],
         },
         status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'False', reason: 'Suspended', message: 'spec.suspend is true: nothing is mirrored or committed', observedGeneration: 1, lastTransitionTime: now }] },
-      });
+      }));
     });
   } finally {
     await store.close();

@@ -5,7 +5,7 @@
 // in order, including a late joiner; the last one to leave ends the watch.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../src/kubeconfig/kubeconfig.js';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, ns, gitTarget, type StartedServer } from '../support/server.js';

@@ -4,7 +4,7 @@
 // The end-to-end path through the real windows and git is in mirror-e2e.test.ts.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../src/kubeconfig/kubeconfig.js';
 import { startServer, ns, gitTarget, type StartedServer } from '../support/server.js';
 import { TargetMirror, type MirrorReport, type MirrorSpec } from '../../src/controllers/mirror/target.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from '../../src/controllers/windows/types.js';

@@ -19,21 +19,28 @@ interface Idle {
   closedAt?: number;
 }
 
+// Each kind connects from its own loopback address (127.0.0.2 ...; the legitimate clients use
+// 127.0.0.1): TLS handshakes in progress are bounded per address (src/apiserver/handshakes.ts), so
+// silent connections of one kind make that address's later connections wait, not other clients'.
+const ADDRESS: Record<string, string> = { tcp: '127.0.0.2', 'tls-stalled': '127.0.0.3', 'h2-preface': '127.0.0.4', 'h1-silent': '127.0.0.5', 'h1-partial': '127.0.0.6' };
+
 function open(kind: string, port: number, ca: string): Promise<Idle> {
+  const localAddress = ADDRESS[kind]!;
   return new Promise((resolve, reject) => {
     const idle: Idle = { kind, socket: undefined as unknown as Socket };
     const done = () => resolve(idle);
     let s: Socket;
-    if (kind === 'tcp') s = tcpConnect({ host: '127.0.0.1', port }, done);
+    if (kind === 'tcp') s = tcpConnect({ host: '127.0.0.1', port, localAddress }, done);
     else if (kind === 'tls-stalled') {
       // A TLS ClientHello cut short: the handshake never completes.
-      s = tcpConnect({ host: '127.0.0.1', port }, () => {
+      s = tcpConnect({ host: '127.0.0.1', port, localAddress }, () => {
         s.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]));
         done();
       });
     } else {
       const alpn = kind === 'h2-preface' ? ['h2'] : ['http/1.1'];
-      s = tlsConnect({ host: '127.0.0.1', port, ca, servername: 'localhost', ALPNProtocols: alpn }, () => {
+      // tls.connect hands localAddress to net.connect (its type does not list it).
+      s = tlsConnect({ host: '127.0.0.1', port, ca, servername: 'localhost', ALPNProtocols: alpn, ...({ localAddress } as object) }, () => {
         if (kind === 'h2-preface') s.write(Buffer.concat([PREFACE, EMPTY_SETTINGS]));
         if (kind === 'h1-partial') s.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n');
         done();
@@ -42,7 +49,10 @@ function open(kind: string, port: number, ca: string): Promise<Idle> {
     idle.socket = s;
     s.on('error', () => {});
     s.on('data', () => {});
-    s.once('close', () => (idle.closedAt = Date.now()));
+    s.once('close', () => {
+      idle.closedAt = Date.now();
+      reject(new Error(`a ${kind} connection closed before it was open`)); // no-op once open
+    });
     s.once('error', reject);
   });
 }

@@ -36,8 +36,18 @@ function cleanMap(m: unknown, prefixes: string[], exact?: Set<string>): Record<s
   return Object.keys(out).length ? out : undefined;
 }
 
+/**
+ * A deep copy with what a JSON round trip would give (undefined members dropped, undefined array
+ * items null, -0 as 0), sharing the strings: the mirror keeps this copy of every object it
+ * selects, and a round trip made a second copy of every payload string beside the shared watch's
+ * (docs/architecture.md "What one mirrored object holds"). Object.fromEntries defines `__proto__`
+ * as an own key, as JSON.parse does.
+ */
 function clone<T>(v: T): T {
-  return v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T);
+  if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : clone(x))) as T;
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, clone(x)])) as T;
+  if (typeof v === 'number') return (Number.isFinite(v) ? v + 0 : null) as T;
+  return v;
 }
 
 /** The object as it is written to Git; never mutates its input. */

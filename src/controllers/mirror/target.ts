@@ -19,7 +19,7 @@ import type { ResolvedType } from '../source/discovery.js';
 import type { ReflectorOptions, StreamState } from '../source/reflector.js';
 import type { Subscription } from '../source/shared-watch.js';
 import { sharedSources, type SharedSource, type SourceHub } from '../source/sources.js';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 import { sanitizeObject } from './sanitize.js';
 import { isClusterNoise } from './noise.js';
 

@@ -1,11 +1,11 @@
-// A client for one source cluster, built from a @kubernetes/client-node KubeConfig (which applies the
+// A client for one source cluster, built from a KubeConfig (src/kubeconfig/kubeconfig.ts, which applies the
 // TLS material and credentials, including in-cluster token refresh). Its requests travel on the
 // Transport shared by every client of the same endpoint and credentials (transport.ts); they are
 // plain JSON GETs and watch streams;
 // every failure becomes a SourceError that says whether the cluster was unreachable, refused our
 // credentials (401) or our access (403), so the GitTarget's SourceReachable condition can say so.
 import type { RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 import { EGRESS_DENIED } from '../../net/egress.js';
 import { sharedTransports, type OpenResponse, type TlsMaterial, type Transport, type TransportPool } from './transport.js';
 

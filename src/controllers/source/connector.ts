@@ -9,7 +9,7 @@
 // (`<kcp URL>/clusters/X`, with the default source's credentials) and its kubeconfig Secrets are
 // read there, never from the hosting cluster's default view or from another workspace.
 import { createHash } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 import { DEFAULT_CLUSTER } from '../../storage/types.js';
 import { SourceClient, SourceError } from './client.js';
 import { kubeconfigFromSecret, vetKubeconfig, type KubeConfigVerdict, type SecretData, type VetOptions } from './kubeconfig.js';

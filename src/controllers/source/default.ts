@@ -1,7 +1,7 @@
 // The server's default source cluster: --kubeconfig when given, else the in-cluster config in a Pod,
 // else (development) the sandbox this server serves itself, reached over loopback with the dev
 // admin certificate. Undefined when there is none: GitTargets must then name a kubeconfig Secret.
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 
 export interface DefaultSourceOptions {
   kubeconfigPath?: string;

@@ -1,4 +1,4 @@
-// Source clusters: kubeconfig Secrets, a client over client-node's KubeConfig, discovery, list+watch.
+// Source clusters: kubeconfig Secrets, a client over a KubeConfig (src/kubeconfig/kubeconfig.ts), discovery, list+watch.
 export { SourceClient, SourceError, toSourceError, type SourceErrorReason } from './client.js';
 export { SourceConnector, type Connection, type SourceSpec } from './connector.js';
 export { Discovery, collectionPath, type ResolvedType, type Resolution, type ResourceRule } from './discovery.js';

@@ -8,7 +8,7 @@
 // `insecure-skip-tls-verify` or an http:// server would hand the credentials to anyone on the path;
 // a link-local server is the cloud metadata service. The allowlist is in kubeconfig-allowlist.ts;
 // the client is built from its result with loadFromOptions, never from the Secret's text.
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 import { EgressPolicy, builtinEgressRefusal } from '../../net/egress.js';
 import { allowlistKubeconfig, type AllowlistRefusalReason } from './kubeconfig-allowlist.js';
 

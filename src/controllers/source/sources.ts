@@ -9,7 +9,7 @@
 // kubeconfig and the operator's with the same content, are different SharedSources, so a GitTarget
 // only ever receives what a list/watch made with its own credentials returned
 // (docs/security.md#shared-source-connections).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 import { SourceClient } from './client.js';
 import { Discovery, collectionPath, type ResolvedType } from './discovery.js';
 import type { ReflectorOptions, StreamHandlers } from './reflector.js';

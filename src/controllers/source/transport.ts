@@ -16,7 +16,7 @@ import { connect as h2Connect, constants as h2, type ClientHttp2Session, type Cl
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kubeconfig/kubeconfig.js';
 
 /** TLS material as KubeConfig.applyToHTTPSOptions yields it. */
 export interface TlsMaterial {

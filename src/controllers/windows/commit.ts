@@ -46,6 +46,7 @@ export class WindowCommits {
   async commitFirst(gt: KubeObject, target: TargetKey, fence: () => Promise<boolean>, counted?: Window): Promise<void> {
     const { records, sink, engine, clock } = this.deps;
     const started = performance.now();
+    const startedAt = Date.now();
     const small = counted ?? (await records.mutate(target, countAttempt));
     if (!small) return;
     if (!(await fence())) throw new Error(`lost the lease of GitTarget ${target.namespace}/${target.name}; stopped before committing`);
@@ -58,6 +59,7 @@ export class WindowCommits {
     const key = `${target.cluster}/${target.namespace}/${target.name}`;
     const cancel = new AbortController();
     this.inflight.set(key, cancel);
+    const engineAt = Date.now();
     try {
       result = await engine.commit(
         {
@@ -81,11 +83,13 @@ export class WindowCommits {
     } finally {
       if (this.inflight.get(key) === cancel) this.inflight.delete(key);
     }
+    const engineDoneAt = Date.now();
     this.failing.delete(key);
     const now = clock.now();
     const landed = hasLanded(result, w.closing!.attempts);
     const sha = result.sha;
     await records.mutate(target, (r) => recordLanded(r, w.seq, { landed, sha, branch: spec.branch, author, authorKind, now }));
+    const recordedAt = Date.now();
     // The outcome is recorded: nothing refers to the chunks any more (a crash before this leaves them to the sweep).
     if (w.chunks) await sink.chunks.remove(target, w.snapshotId!, w.chunks).catch((e) => this.deps.log.warn('could not delete the chunks of a committed snapshot', { gitTarget: `${target.namespace}/${target.name}`, error: (e as Error).message }));
     const m = this.deps.metrics;
@@ -93,6 +97,9 @@ export class WindowCommits {
     if (landed) m?.commits.inc({ author_kind: authorKind });
     m?.windowChanges.observe(w.changes.length);
     m?.windowAge.observe(Math.max(0, (w.closing!.at - w.openedAt) / 1000));
+    const rec = await records.get(target);
+    const time = iso(now);
+    await this.deps.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
     this.deps.log.info(landed ? 'window committed' : 'window already present', {
       gitTarget: `${target.namespace}/${target.name}`,
       sha,
@@ -103,10 +110,10 @@ export class WindowCommits {
       // Where the time went: the whole commit as the controller saw it, and the engine's phases.
       ms: Math.round(performance.now() - started),
       ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
+      // Wall-clock milestones (epoch ms) of the path from the window's first change to the status
+      // naming the commit: bench/scale joins them with its edits to say where the seconds go.
+      at: { opened: w.openedAt, lastChange: w.lastChangeAt, closed: w.closing!.at, started: startedAt, engine: engineAt, engineDone: engineDoneAt, recorded: recordedAt, status: Date.now() },
     });
-    const rec = await records.get(target);
-    const time = iso(now);
-    await this.deps.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
     if (w.snapshotId) sink.notifySnapshot(target, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
   }
 

@@ -29,6 +29,16 @@ import { LEASE_RETRY_MS, PENDING_STATUS_INTERVAL_MS, UNSYNCED_RETRY_MS, closeFir
 import type { TargetKey } from './types.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
+
+/**
+ * GitTargets reconciled at once. A reconcile mostly waits (store round trips, the git worker
+ * pool), so with a handful of slots every tenant queued behind the few commits in progress: with
+ * 4, eight GitTargets on a remote that never answers held a ninth tenant's commit for 14 s
+ * (test/controllers/windows-parallel.test.ts). One key still runs once at a time
+ * (runtime/queue.ts), so a GitTarget's windows stay in order, and commits to one repository are
+ * serialized by the git worker that owns it.
+ */
+export const WINDOWS_CONCURRENCY = 64;
 export { LEASE_RETRY_MS };
 
 export interface WindowsControllerDeps {
@@ -67,6 +77,8 @@ export class WindowsController {
   private readonly sweptAt = new Map<string, number>();
   private readonly audit: AuditConditionWriter;
   private readonly unsubscribeFacts?: () => void;
+  /** Keys whose window record (as cached) has changes waiting for their author: the ones a fact may move. */
+  private readonly staged = new Set<string>();
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.clock = deps.clock ?? realClock;
@@ -87,7 +99,7 @@ export class WindowsController {
     this.commits = new WindowCommits({ ...deps, records: this.records, sink: this.sink, clock: this.clock, writeTargetStatus: (gt, s) => this.writeTargetStatus(gt, s) });
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
     // A failed commit's backoff holds against our own status and record writes (backoff.ts).
-    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: 4, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
+    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: WINDOWS_CONCURRENCY, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
     deps.gitTargets.on({
       upsert: (o, old) => {
         const key = keyOf(o, clusterOf(o));
@@ -107,15 +119,24 @@ export class WindowsController {
     this.windows.on({
       upsert: (o) => {
         const key = keyOf(o, clusterOf(o));
+        if ((o as WindowRecord).staging?.length) this.staged.add(key);
+        else this.staged.delete(key);
         this.queue.add(key);
         // While a GitTarget's commits fail, reconciles wait out the backoff: pendingChanges follows the record from here.
         if (this.commits.failing.has(key)) this.pendingWrites.note(key);
       },
-      delete: () => undefined,
+      delete: (o) => void this.staged.delete(keyOf(o, clusterOf(o))),
     });
-    // Facts arrived on a route (posted to this replica): its targets look again now.
+    // Facts arrived on a route (posted to this replica): the targets with changes waiting for their
+    // author on it look again now. Only those: every GitTarget mirroring the sandbox shares one route,
+    // and waking all of them on every sandbox write (1,000 reconciles per edit at 1,000 tenants)
+    // swamped the queue. A record whose staged change reaches the cache after the fact is reconciled
+    // on its own event, and facts posted to another replica are polled (decisions.ts stagingWakeAt).
     this.unsubscribeFacts = deps.attribution?.facts.onFacts((route) => {
-      for (const gt of deps.gitTargets.list()) if (this.routeOf(gt) === route) this.queue.add(keyOf(gt, clusterOf(gt)));
+      for (const key of this.staged) {
+        const gt = deps.gitTargets.get(key);
+        if (gt && this.routeOf(gt) === route) this.queue.add(key);
+      }
     });
     deps.keeper.onRebalance((ownedBefore) => {
       for (const key of movedKeys(deps.gitTargets.list(), ownedBefore, (n) => deps.keeper.owns(n))) this.queue.add(key);

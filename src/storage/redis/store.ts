@@ -85,8 +85,14 @@ class RedisStore implements Store {
     if (opts.clusterNodes?.length) {
       this.keys = new RedisKeys(opts.keyPrefix, true);
       const nodes = opts.clusterNodes.map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) }));
-      this.cmd = new Cluster(nodes, { enableOfflineQueue: false, redisOptions: base });
-      this.sub = new Cluster(nodes, { enableOfflineQueue: false, redisOptions: subOpts });
+      // retryDelayOnFailover 0: ioredis's Cluster client otherwise sends a command again when its
+      // node's connection closed before the reply, which for a write the node may already have run
+      // (and replicated) applies it twice; like the clients above, it fails as Unavailable instead
+      // (test/storage/redis-cluster-resend.test.ts). MOVED, ASK, TRYAGAIN and CLUSTERDOWN answers
+      // say the command did not run, and are still followed.
+      const clusterOpts = { enableOfflineQueue: false, retryDelayOnFailover: 0 };
+      this.cmd = new Cluster(nodes, { ...clusterOpts, redisOptions: base });
+      this.sub = new Cluster(nodes, { ...clusterOpts, redisOptions: subOpts });
     } else {
       this.keys = new RedisKeys(opts.keyPrefix);
       this.cmd = opts.url ? new Redis(opts.url, base) : new Redis(base);
