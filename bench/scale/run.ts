@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { agentFor, fmt, quantile, request, type Target } from '../common/load.js';
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
-import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls, threadCpuMs } from '../common/cpu.js';
+import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls, threadCpuMs as cpuByThreadName } from '../common/cpu.js';
 import { beginRun, machineFacts, spread } from '../common/results.js';
 import { createTenantSource, createTenantTarget, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
@@ -162,12 +162,12 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const c0 = await redisCommandCalls(redis);
     const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
     const meter = cpuMeter({ server: child.pid, redis: redisPid });
-    const threads0 = threadCpuMs(child.pid);
+    const threads0 = cpuByThreadName(child.pid);
     const m0 = performance.now();
     await sleep(MEASURE_MS);
     const cpu = meter.delta();
     const ms = performance.now() - m0;
-    const threads1 = threadCpuMs(child.pid);
+    const threads1 = cpuByThreadName(child.pid);
     // Which threads of the server burnt it (main thread "node", the git worker, V8's and libuv's).
     const byThread = Object.entries(threads1)
       .map(([k, v]) => [k, v - (threads0[k] ?? 0)] as const)
