@@ -9,6 +9,7 @@
 // and every further payload is a record {"s":<sequence>, ...} with sequences N+1, N+2, ... .
 import { createHash } from 'node:crypto';
 import { StartupRefusedError } from './startup-error.js';
+import { HashedBytes, stringifySliced } from './sliced-json.js';
 
 export const SNAPSHOT_FORMAT = 'reverser-snapshot/v2';
 export const LOG_FORMAT = 'reverser-log/v2';
@@ -54,12 +55,21 @@ export function decodeLine(line: string): Decoded {
   return { ok: false, problem: 'is not a record of this format' };
 }
 
-/** The bytes of a snapshot file holding `body` (already serialized). */
-export function encodeSnapshot(id: string, seq: number, body: string): string {
-  const bytes = Buffer.byteLength(body);
-  const sha256 = createHash('sha256').update(body).digest('hex');
-  const header: SnapshotHeader = { format: SNAPSHOT_FORMAT, id, seq, bytes, sha256 };
-  return `${JSON.stringify(header)}\n${body}`;
+/**
+ * The bytes of a snapshot file holding `body` serialized: built in slices that yield the event loop (sliced-json.ts), whatever the size of the state.
+ */
+export async function encodeSnapshotSliced(id: string, seq: number, body: unknown): Promise<Buffer[]> {
+  const out = new HashedBytes();
+  await stringifySliced(body, out);
+  const header: SnapshotHeader = { format: SNAPSHOT_FORMAT, id, seq, bytes: out.bytes, sha256: out.digest() };
+  return [Buffer.from(`${JSON.stringify(header)}\n`), ...out.buffers];
+}
+
+/** One log line for `payload` (an object too large to serialize in one step), built in slices. */
+export async function envelopeSliced(payload: unknown): Promise<Buffer[]> {
+  const out = new HashedBytes();
+  await stringifySliced(payload, out);
+  return [Buffer.from(`{"c":"${out.digest().slice(0, 32)}","p":`), ...out.buffers, Buffer.from('}\n')];
 }
 
 export type SnapshotVersion = { version: 2; header: SnapshotHeader; body: unknown } | { version: 1; body: { seq: number } & Record<string, unknown> };

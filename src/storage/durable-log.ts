@@ -1,5 +1,5 @@
 // Durability for the embedded store: an append-only log plus a periodic snapshot, both under
-// `<dataDir>/store/`, in the checksummed format of durable-format.ts.
+// `<dataDir>/store/`, in the checksummed format of durable-format.ts (read back by durable-read.ts).
 //
 // - A write resolves only after its line is written and fdatasync'ed. Lines appended while a
 //   flush is in progress are written together by the next one (group commit): one write+fsync
@@ -9,12 +9,24 @@
 //   record, a missing or damaged snapshot, naming the file and byte offset. Only a torn tail (an
 //   incomplete last record without its newline: a crash mid-write, never acknowledged) is dropped,
 //   and that is reported through `warn`.
-// - A snapshot is written beside, renamed into place, and then a fresh log naming it replaces the
-//   old one the same way, so every crash point leaves a loadable pair.
+// - A snapshot captures the in-memory state at one sequence number S in one cheap step (references
+//   to objects that are replaced, never mutated, on write), then serializes and checksums it in
+//   slices that yield the event loop (sliced-json.ts), so no size of state holds other clients up.
+//   Meanwhile writes go on: each is appended to the current log and acknowledged as usual, and the
+//   lines after S are also kept aside (the tail). The snapshot is written beside, fsync'ed and
+//   renamed into place; then a new log (its header naming the snapshot, then the tail) replaces
+//   the old one the same way, while no batch is being written. Every crash point leaves a
+//   loadable pair: the old snapshot and log, the new snapshot and the old log (whose records up to
+//   S are skipped), or the new pair; every acknowledged write is in the log of each.
+// - Large records (over ~32 KiB of JSON) are serialized and checksummed the same way, in slices,
+//   when their batch is written; small ones at once, in one step.
 // - A snapshot is taken after `snapshotEvery` records or once the log holds more bytes than
 //   max(`compactBytes`, the last snapshot's size), whichever comes first: records that rewrite a
 //   growing object (a GitTarget's window record) would otherwise grow the log with the square of
-//   the writes. So the directory stays under about twice the state plus `compactBytes`.
+//   the writes. So the directory stays under about twice the state plus `compactBytes`. When
+//   writes stop for `idleCompactMs` with a log worth compacting (over 1 MiB and a quarter of the
+//   snapshot), a snapshot is taken too, so a restart does not replay it; the timer exists only
+//   while such a log does.
 // - A failed write (ENOSPC, EIO) makes the log refuse writes (the store answers 503) until a
 //   snapshot of the whole in-memory state, retried every RECOVER_MS, succeeds: then it accepts
 //   writes again (readiness returns). The snapshot includes the records of the failed batch: their
@@ -23,23 +35,33 @@
 //   consistent choice. Nothing acknowledged is ever dropped.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StorageError } from './types.js';
-import {
-  LOG_FORMAT, decodeLine, decodeSnapshot, encodeSnapshot, envelope, logRecovery, refusal, snapshotRecovery, type LogHeader,
-} from './durable-format.js';
+import { encodeSnapshotSliced, envelope, envelopeSliced, logRecovery, refusal } from './durable-format.js';
+import { LOG, SNAPSHOT, logHeaderLine, openStoreDir, type LogRecord, type Warn } from './durable-read.js';
+import { replaceFile, writeAll } from './durable-files.js';
+import { sizeWithin } from './sliced-json.js';
 
-const LOG = 'log.jsonl';
-const SNAPSHOT = 'snapshot.json';
+export type { LogRecord, Warn } from './durable-read.js';
+
 /** How often a failed log tries to write a snapshot and accept writes again. */
 export const RECOVER_MS = 1_000;
 /** Default size past which the log is compacted into a snapshot (when larger than the snapshot). */
 export const DEFAULT_COMPACT_BYTES = 16 * 1024 * 1024;
+/** Default quiet time after which a log worth compacting is compacted. */
+export const DEFAULT_IDLE_COMPACT_MS = 30_000;
+/** An idle log smaller than this (and than a quarter of the snapshot) is left to the next trigger. */
+const IDLE_COMPACT_MIN_BYTES = 1024 * 1024;
+/** Records whose JSON is estimated above this are serialized in slices (sliced-json.ts). */
+const INLINE_RECORD_CHARS = 32 * 1024;
 
-export interface LogRecord {
-  s: number;
-  [k: string]: unknown;
+export interface DurableLogOptions {
+  /** Records between snapshots (default 10,000). */
+  snapshotEvery?: number;
+  compactBytes?: number;
+  idleCompactMs?: number;
+  warn?: Warn;
 }
 
 export interface Loaded<S> {
@@ -52,55 +74,38 @@ export interface Loaded<S> {
   convertedFrom?: 1;
 }
 
-export type Warn = (msg: string, fields?: Record<string, unknown>) => void;
+export interface DurableStats {
+  batches: number;
+  snapshots: number;
+  snapshotting: boolean;
+  idleCompactionScheduled: boolean;
+}
 
 interface Waiter {
   seq: number;
-  line: string;
+  /** The encoded line: at once for small records, when its batch is written for large ones. */
+  data?: string | Buffer[];
+  payload?: Record<string, unknown>;
   resolve(): void;
   reject(err: Error): void;
 }
 
-async function readIfExists(path: string): Promise<Buffer | undefined> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
+function toBuffers(lines: ReadonlyArray<string | Buffer[]>): Buffer[] {
+  const out: Buffer[] = [];
+  let text = '';
+  for (const l of lines) {
+    if (typeof l === 'string') text += l;
+    else {
+      if (text) out.push(Buffer.from(text));
+      text = '';
+      out.push(...l);
+    }
   }
+  if (text) out.push(Buffer.from(text));
+  return out;
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
-}
-
-/** Writes `text` to `path` atomically and durably (temporary file, fsync, rename, directory fsync). */
-async function replaceFile(dir: string, name: string, text: string): Promise<void> {
-  const tmp = join(dir, name + '.tmp');
-  const t = await open(tmp, 'w');
-  try {
-    await t.writeFile(text);
-    await t.sync();
-  } catch (err) {
-    // A partial temporary file (ENOSPC) must not keep the space the next attempt needs.
-    await t.close().catch(() => undefined);
-    await unlink(tmp).catch(() => undefined);
-    throw err;
-  }
-  await t.close();
-  await rename(tmp, join(dir, name));
-  await syncDir(dir);
-}
-
-function logHeaderLine(snapshot: string | null, after: number): string {
-  const h: LogHeader = { log: LOG_FORMAT, snapshot, after };
-  return envelope(JSON.stringify(h));
-}
+const byteLength = (bufs: readonly Buffer[]) => bufs.reduce((n, b) => n + b.length, 0);
 
 export class DurableLog {
   private queue: Waiter[] = [];
@@ -108,6 +113,8 @@ export class DurableLog {
   private sinceSnapshot = 0;
   /** Batches written to the log so far (one write and one fdatasync each): group commit's measure. */
   batchesWritten = 0;
+  /** Snapshots written so far (a diagnostic for tests). */
+  snapshotsWritten = 0;
   /** Bytes of records in the log since the snapshot, and the snapshot's own size. */
   private logBytes = 0;
   private snapshotBytes = 0;
@@ -116,174 +123,46 @@ export class DurableLog {
   private closed = false;
   private idle: Promise<void> = Promise.resolve();
   private idleResolve: (() => void) | undefined;
+  /** The snapshot being written: its sequence and the lines written after it (the new log's tail). */
+  private snapshotting: { seq: number; tail: Array<string | Buffer[]> } | undefined;
+  private snapshotTask: Promise<void> | undefined;
+  /** Batch writes and the log's replacement take turns (the file handle changes). */
+  private turn: Promise<unknown> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private lastWriteAt = 0;
+  /** The sequence of the snapshot the current log continues. */
+  private logAfter = 0;
+  private readonly snapshotEvery: number;
+  private readonly compactBytes: number;
+  private readonly idleCompactMs: number;
 
   private constructor(
     private readonly dir: string,
     private fh: FileHandle,
     private seq: number,
-    private readonly snapshotEvery: number,
     private readonly capture: () => unknown,
-    private readonly compactBytes: number,
+    opts: DurableLogOptions,
     private readonly warn: Warn,
-  ) {}
+  ) {
+    this.snapshotEvery = opts.snapshotEvery ?? 10_000;
+    this.compactBytes = opts.compactBytes ?? DEFAULT_COMPACT_BYTES;
+    this.idleCompactMs = opts.idleCompactMs ?? DEFAULT_IDLE_COMPACT_MS;
+  }
 
   /**
    * Open (creating) the store directory and read the snapshot and the log. Throws
    * StartupRefusedError when they are damaged; changes nothing on disk in that case.
    */
-  static async open<S>(
-    dir: string,
-    snapshotEvery: number,
-    capture: () => unknown,
-    warn: Warn = () => {},
-    compactBytes = DEFAULT_COMPACT_BYTES,
-  ): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
-    await mkdir(dir, { recursive: true });
-    const logPath = join(dir, LOG);
-    const snapPath = join(dir, SNAPSHOT);
-    const snapBuf = await readIfExists(snapPath);
-    const logBuf = await readIfExists(logPath);
-    const snap = snapBuf ? decodeSnapshot(snapBuf, snapPath, snapshotRecovery(dir)) : undefined;
-    if (snapBuf && !logBuf) {
-      throw refusal(logPath, 0, `is missing while ${snapPath} exists (the writes recorded after the snapshot would be lost)`,
-        `Nothing was loaded or changed. To recover, restore ${dir} from a backup; or, accepting the loss of every write after the snapshot, create an empty ${logPath} and start again`);
-    }
-    // Format 1 (earlier versions): a headerless snapshot, a log of bare {"s":...} lines, or the
-    // empty log an earlier version created at its first start.
-    const v1 = snap?.version === 1 || (logBuf !== undefined && (/^\{"s":/.test(logBuf.subarray(0, 8).toString()) || (logBuf.length === 0 && !snap)));
-    const parsed = v1
-      ? DurableLog.readV1(dir, logPath, logBuf, snap ? (snap.version === 1 ? snap.body.seq : snap.header.seq) : 0, snapPath, warn)
-      : DurableLog.readV2(dir, logPath, logBuf, snap?.version === 2 ? snap.header : undefined, snapPath, warn);
-    const snapshot = snap ? (snap.body as S) : undefined;
-    let fh: FileHandle;
-    if (!logBuf) {
-      await replaceFile(dir, LOG, logHeaderLine(null, 0));
-      fh = await open(logPath, 'a');
-    } else {
-      // New appends must never follow a torn tail or a line without its newline.
-      if (parsed.tornAt !== undefined) {
-        const t = await open(logPath, 'r+');
-        try {
-          await t.truncate(parsed.tornAt);
-          await t.datasync();
-        } finally {
-          await t.close();
-        }
-      }
-      fh = await open(logPath, 'a');
-      if (parsed.missingNewline) {
-        await fh.write('\n');
-        await fh.datasync();
-      }
-    }
-    const log = new DurableLog(dir, fh, parsed.seq, snapshotEvery, capture, compactBytes, warn);
+  static async open<S>(dir: string, capture: () => unknown, opts: DurableLogOptions = {}): Promise<{ log: DurableLog; loaded: Loaded<S> }> {
+    const warn = opts.warn ?? (() => {});
+    const { snapshot, parsed, v1, fh, logBytes, snapshotBytes } = await openStoreDir(dir, warn);
+    const log = new DurableLog(dir, fh, parsed.seq, capture, opts, warn);
     log.sinceSnapshot = parsed.records.length;
-    log.logBytes = logBuf?.length ?? 0;
-    log.snapshotBytes = snapBuf?.length ?? 0;
-    const loaded: Loaded<S> = { snapshot, records: parsed.records, offsets: parsed.offsets };
+    log.logBytes = logBytes;
+    log.snapshotBytes = snapshotBytes;
+    const loaded: Loaded<S> = { snapshot: snapshot as S | undefined, records: parsed.records, offsets: parsed.offsets };
     if (v1) loaded.convertedFrom = 1;
     return { log, loaded };
-  }
-
-  /**
-   * Splits the log into complete lines. A last line without its newline is kept when it is a
-   * complete valid record (written whole; only the newline is missing: `missingNewline`), else it
-   * is a torn tail: dropped (`tornAt`), reported at warn.
-   */
-  private static lines(logPath: string, buf: Buffer, valid: (line: string) => boolean, warn: Warn) {
-    const lines: Array<{ line: string; offset: number }> = [];
-    let pos = 0;
-    let tornAt: number | undefined;
-    let missingNewline = false;
-    while (pos < buf.length) {
-      const nl = buf.indexOf(0x0a, pos);
-      if (nl < 0) {
-        const tail = buf.subarray(pos).toString('utf8');
-        if (valid(tail)) {
-          lines.push({ line: tail, offset: pos });
-          missingNewline = true;
-        } else {
-          tornAt = pos;
-          warn('embedded store: dropped a torn last record (a write interrupted by a crash, never acknowledged)', { file: logPath, offset: pos, bytes: buf.length - pos });
-        }
-        break;
-      }
-      lines.push({ line: buf.subarray(pos, nl).toString('utf8'), offset: pos });
-      pos = nl + 1;
-    }
-    return { lines, tornAt, missingNewline };
-  }
-
-  private static readV2(dir: string, logPath: string, buf: Buffer | undefined, snap: { id: string; seq: number } | undefined, snapPath: string, warn: Warn) {
-    const records: LogRecord[] = [];
-    const offsets: number[] = [];
-    if (!buf) return { records, offsets, seq: 0, tornAt: undefined, missingNewline: false };
-    const { lines, tornAt, missingNewline } = DurableLog.lines(logPath, buf, (l) => decodeLine(l).ok, warn);
-    const recover = (off: number) => logRecovery(dir, logPath, off);
-    const first = lines[0];
-    if (!first) throw refusal(logPath, 0, 'is empty: its header naming the snapshot it continues is missing', snapshotRecovery(dir));
-    const h = decodeLine(first.line);
-    const header = h.ok ? (h.payload as unknown as LogHeader) : undefined;
-    if (!header || header.log !== LOG_FORMAT || !Number.isInteger(header.after)) {
-      throw refusal(logPath, 0, `has no valid header (${h.ok ? 'not a log header' : h.problem})`, snapshotRecovery(dir));
-    }
-    if (header.snapshot !== null && !snap) {
-      throw refusal(logPath, 0, `continues snapshot ${header.snapshot} (sequence ${header.after}), but ${snapPath} is missing`, snapshotRecovery(dir));
-    }
-    // The snapshot a log names is the one beside it, or a newer one (crash between writing a
-    // snapshot and replacing the log); never an older one.
-    const base = snap?.seq ?? 0;
-    if (snap && (snap.id === header.snapshot ? snap.seq !== header.after : snap.seq < header.after)) {
-      throw refusal(snapPath, 0, `is snapshot ${snap.id} (sequence ${snap.seq}), but ${logPath} continues ${header.snapshot ?? 'no snapshot'} (sequence ${header.after})`, snapshotRecovery(dir));
-    }
-    let expected = header.after + 1;
-    for (let i = 1; i < lines.length; i++) {
-      const { line, offset } = lines[i]!;
-      const d = decodeLine(line);
-      if (!d.ok) throw refusal(logPath, offset, `the record ${d.problem}`, recover(offset));
-      const s = d.payload.s;
-      if (s !== expected) {
-        throw refusal(logPath, offset, `the record has sequence ${String(s)} where ${expected} was expected (${typeof s === 'number' && s > expected ? 'records are missing' : 'out of order'})`, recover(offset));
-      }
-      expected++;
-      if (s <= base) continue;
-      records.push(d.payload as LogRecord);
-      offsets.push(offset);
-    }
-    return { records, offsets, seq: Math.max(base, expected - 1), tornAt, missingNewline };
-  }
-
-  /** Format 1 (earlier versions): no checksums to check, but sequences must still be contiguous. */
-  private static readV1(dir: string, logPath: string, buf: Buffer | undefined, base: number, snapPath: string, warn: Warn) {
-    const records: LogRecord[] = [];
-    const offsets: number[] = [];
-    const parse = (l: string): LogRecord | undefined => {
-      try {
-        const r = JSON.parse(l) as LogRecord;
-        return r && typeof r.s === 'number' ? r : undefined;
-      } catch {
-        return undefined;
-      }
-    };
-    const { lines, tornAt, missingNewline } = buf
-      ? DurableLog.lines(logPath, buf, (l) => parse(l) !== undefined, warn)
-      : { lines: [], tornAt: undefined, missingNewline: false };
-    let expected = base + 1;
-    let seq = base;
-    for (const { line, offset } of lines) {
-      const rec = parse(line);
-      if (!rec) throw refusal(logPath, offset, 'the format-1 record is not valid JSON', logRecovery(dir, logPath, offset));
-      if (rec.s <= base) continue;
-      if (rec.s !== expected) {
-        const why = expected === 1 ? `records before it are missing: ${snapPath} was deleted or the log was cut` : 'records are missing';
-        throw refusal(logPath, offset, `the format-1 record has sequence ${rec.s} where ${expected} was expected (${why})`, logRecovery(dir, logPath, offset));
-      }
-      expected++;
-      seq = rec.s;
-      records.push(rec);
-      offsets.push(offset);
-    }
-    return { records, offsets, seq, tornAt, missingNewline };
   }
 
   /** A start-up refusal for a record found wrong while replaying it (at `offset` in the log). */
@@ -297,6 +176,11 @@ export class DurableLog {
     return this.failed;
   }
 
+  /** Diagnostics: snapshots written, one in progress, an idle compaction scheduled (none at rest). */
+  get stats(): DurableStats {
+    return { batches: this.batchesWritten, snapshots: this.snapshotsWritten, snapshotting: this.snapshotting !== undefined, idleCompactionScheduled: this.idleTimer !== undefined };
+  }
+
   /**
    * Append a record (its `s` is assigned here). Call synchronously right after applying the change
    * in memory, so sequence order equals memory order. Resolves once durable.
@@ -305,11 +189,21 @@ export class DurableLog {
     if (this.failed) return Promise.reject(new StorageError('Unavailable', this.failed));
     if (this.closed) return Promise.reject(new StorageError('Unavailable', 'store is closed'));
     const seq = ++this.seq;
-    const line = envelope(JSON.stringify({ s: seq, ...rec }));
+    const payload = { s: seq, ...rec };
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ seq, line, resolve, reject });
+      const w: Waiter = { seq, resolve, reject };
+      if (sizeWithin(payload, INLINE_RECORD_CHARS) <= INLINE_RECORD_CHARS) w.data = envelope(JSON.stringify(payload));
+      else w.payload = payload;
+      this.queue.push(w);
       if (!this.flushing) void this.flushLoop();
     });
+  }
+
+  /** Runs `fn` when no batch write or log replacement is in progress. */
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => undefined);
+    return run;
   }
 
   private async flushLoop(): Promise<void> {
@@ -317,73 +211,123 @@ export class DurableLog {
     this.idle = new Promise((r) => (this.idleResolve = r));
     try {
       while (this.queue.length > 0 && !this.failed) {
-        if (this.sinceSnapshot >= this.snapshotEvery || this.logBytes > Math.max(this.compactBytes, this.snapshotBytes)) {
-          await this.writeSnapshot();
-          continue;
-        }
         const batch = this.queue;
         this.queue = [];
-        const text = batch.map((w) => w.line).join('');
-        try {
-          await this.fh.write(text);
-          await this.fh.datasync();
-          this.batchesWritten++;
-        } catch (err) {
-          this.fail(err as Error, batch);
-          break;
+        for (const w of batch) {
+          if (w.data === undefined) w.data = await envelopeSliced(w.payload);
+          w.payload = undefined;
         }
-        this.sinceSnapshot += batch.length;
-        this.logBytes += Buffer.byteLength(text);
+        if (!(await this.inTurn(() => this.writeBatch(batch)))) break;
         for (const w of batch) w.resolve();
+        if (this.sinceSnapshot >= this.snapshotEvery || this.logBytes > Math.max(this.compactBytes, this.snapshotBytes)) this.startSnapshot();
       }
     } finally {
       this.flushing = false;
       this.idleResolve?.();
+      this.scheduleIdleCompaction();
     }
+  }
+
+  /** Writes one batch and fdatasyncs it; false (every waiter rejected) when the log failed. */
+  private async writeBatch(batch: Waiter[]): Promise<boolean> {
+    if (this.failed) {
+      const e = new StorageError('Unavailable', this.failed);
+      for (const w of batch) w.reject(e);
+      return false;
+    }
+    // Records up to the sequence the log continues are in its snapshot already (a batch taken
+    // before a snapshot's capture can be written after its log replaced the old one).
+    const buffers = toBuffers(batch.filter((w) => w.seq > this.logAfter).map((w) => w.data!));
+    try {
+      await writeAll(this.fh, buffers);
+      await this.fh.datasync();
+      this.batchesWritten++;
+    } catch (err) {
+      this.fail(err as Error, batch);
+      return false;
+    }
+    this.sinceSnapshot += batch.length;
+    this.logBytes += byteLength(buffers);
+    this.lastWriteAt = performance.now();
+    const s = this.snapshotting;
+    if (s) for (const w of batch) if (w.seq > s.seq) s.tail.push(w.data!);
+    return true;
+  }
+
+  /** Starts a snapshot in the background unless one is running; a failure fails the log. */
+  private startSnapshot(): void {
+    if (this.snapshotTask || this.failed) return;
+    this.snapshotTask = this.snapshot(false)
+      .catch((err: Error) => this.fail(err, []))
+      .finally(() => {
+        this.snapshotTask = undefined;
+        this.scheduleIdleCompaction();
+      });
+  }
+
+  /**
+   * Captures the state at the current sequence, writes it as the snapshot, then replaces the log by
+   * one naming it and holding the lines written since. While the log is failed only `recovering`
+   * replaces it (a failed batch may have left a torn line: recovery starts a clean log).
+   */
+  private async snapshot(recovering: boolean): Promise<void> {
+    const seq = this.seq;
+    const state = this.capture();
+    const pending = { seq, tail: [] as Array<string | Buffer[]> };
+    this.snapshotting = pending;
+    try {
+      const id = randomBytes(8).toString('hex');
+      const snap = await encodeSnapshotSliced(id, seq, state);
+      await replaceFile(this.dir, SNAPSHOT, snap);
+      await this.inTurn(async () => {
+        // Loadable as it is (the old log continues an older snapshot); recovery replaces the log.
+        if (this.failed && !recovering) return;
+        const log = toBuffers([logHeaderLine(id, seq), ...pending.tail]);
+        await replaceFile(this.dir, LOG, log);
+        await this.fh.close().catch(() => undefined);
+        this.fh = await open(join(this.dir, LOG), 'a');
+        this.sinceSnapshot = pending.tail.length;
+        this.logAfter = seq;
+        this.snapshotBytes = byteLength(snap);
+        this.logBytes = byteLength(log);
+        this.snapshotsWritten++;
+      });
+    } finally {
+      this.snapshotting = undefined;
+    }
+  }
+
+  /** Arms (or re-arms for the rest of the quiet time) the idle compaction, when the log is worth it. */
+  private scheduleIdleCompaction(): void {
+    if (this.idleTimer || this.closed || this.failed || this.snapshotTask || this.sinceSnapshot === 0) return;
+    if (this.logBytes < Math.max(IDLE_COMPACT_MIN_BYTES, this.snapshotBytes / 4)) return;
+    const wait = Math.max(0, this.lastWriteAt + this.idleCompactMs - performance.now());
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.flushing || this.queue.length > 0) return; // the flush loop re-arms it when it ends
+      if (performance.now() - this.lastWriteAt < this.idleCompactMs) this.scheduleIdleCompaction();
+      else this.startSnapshot();
+    }, wait);
+    this.idleTimer.unref();
   }
 
   /** Write a snapshot now (after loading a format-1 directory: converts it). */
   async compact(): Promise<void> {
-    while (this.flushing) await this.idle;
-    this.flushing = true;
+    await this.settle();
     try {
-      await this.writeSnapshot();
-    } finally {
-      this.flushing = false;
+      await this.snapshot(false);
+    } catch (err) {
+      this.fail(err as Error, []);
     }
     if (this.failed) throw new StorageError('Unavailable', this.failed);
   }
 
-  /**
-   * Write a snapshot of the whole in-memory state, then replace the log by an empty one naming it.
-   * The capture includes every record appended so far (queued ones too), so those are durable once
-   * the snapshot is.
-   */
-  private async writeSnapshot(): Promise<void> {
-    const seq = this.seq;
-    const covered = this.queue;
-    this.queue = [];
-    try {
-      await this.snapshotNow(seq);
-    } catch (err) {
-      this.fail(err as Error, covered);
-      return;
+  /** Waits until no batch and no snapshot is in progress. */
+  async settle(): Promise<void> {
+    while (this.flushing || this.snapshotTask) {
+      if (this.flushing) await this.idle;
+      if (this.snapshotTask) await this.snapshotTask;
     }
-    for (const w of covered) w.resolve();
-  }
-
-  /** Snapshot + fresh log naming it; throws (changing nothing the loader relies on) when it cannot. */
-  private async snapshotNow(seq: number): Promise<void> {
-    const id = randomBytes(8).toString('hex');
-    const snap = encodeSnapshot(id, seq, JSON.stringify(this.capture()));
-    await replaceFile(this.dir, SNAPSHOT, snap);
-    const header = logHeaderLine(id, seq);
-    await replaceFile(this.dir, LOG, header);
-    await this.fh.close().catch(() => undefined);
-    this.fh = await open(join(this.dir, LOG), 'a');
-    this.sinceSnapshot = 0;
-    this.snapshotBytes = Buffer.byteLength(snap);
-    this.logBytes = Buffer.byteLength(header);
   }
 
   private fail(err: Error, batch: Waiter[]): void {
@@ -391,6 +335,8 @@ export class DurableLog {
     const e = new StorageError('Unavailable', this.failed);
     for (const w of [...batch, ...this.queue]) w.reject(e);
     this.queue = [];
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     this.warn('embedded store: a write to the data directory failed; writes are refused until a snapshot can be written', { dir: this.dir, error: err.message });
     if (!this.recovery && !this.closed) {
       this.recovery = setInterval(() => void this.recover(), RECOVER_MS);
@@ -404,11 +350,11 @@ export class DurableLog {
    * are accepted again.
    */
   private async recover(): Promise<void> {
-    if (!this.failed || this.flushing || this.closed) return;
-    this.flushing = true;
-    this.idle = new Promise((r) => (this.idleResolve = r));
+    if (!this.failed || this.flushing || this.snapshotTask || this.closed) return;
+    let done!: () => void;
+    this.snapshotTask = new Promise<void>((r) => (done = r));
     try {
-      await this.snapshotNow(this.seq);
+      await this.snapshot(true);
       this.warn('embedded store: the data directory accepts writes again; recovered', { dir: this.dir });
       this.failed = undefined;
       clearInterval(this.recovery);
@@ -416,9 +362,9 @@ export class DurableLog {
     } catch {
       // Still failing (no space yet): the next tick tries again.
     } finally {
-      this.flushing = false;
-      this.idleResolve?.();
-      if (this.queue.length > 0 && !this.failed) void this.flushLoop();
+      this.snapshotTask = undefined;
+      done();
+      if (this.queue.length > 0 && !this.failed && !this.flushing) void this.flushLoop();
     }
   }
 
@@ -427,11 +373,15 @@ export class DurableLog {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.recovery);
-    while (this.flushing) await this.idle;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    await this.settle();
     if (!this.failed && this.sinceSnapshot > 0) {
-      this.flushing = true;
-      await this.writeSnapshot();
-      this.flushing = false;
+      try {
+        await this.snapshot(false);
+      } catch (err) {
+        this.fail(err as Error, []);
+      }
     }
     await this.fh.close();
   }

@@ -2,7 +2,7 @@
 // `<dataDir>/store/` by DurableLog (group-committed append-only log + snapshots). Single process:
 // the CLI locks the data directory (data-dir-lock.ts).
 
-import { DurableLog, type LogRecord, type Warn } from './durable-log.js';
+import { DurableLog, type DurableLogOptions, type DurableStats, type LogRecord, type Warn } from './durable-log.js';
 import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
 import { MemoryRecords, type AppliedBatch, type RecordsSnapshot } from './records.js';
 import { heartbeatMembers, leaseAcquire, leaseAcquireForMember, leaseCheck, leaseRelease, leaseRenew, liveEpochOf, type LeaseState, type MemberState } from './lease.js';
@@ -25,6 +25,7 @@ import {
   type WatchOptions,
 } from './types.js';
 import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js';
+import { JsonRows } from './sliced-json.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -36,6 +37,8 @@ export interface EmbeddedStoreOptions {
   snapshotEvery?: number;
   /** Log bytes past which a snapshot is taken when the log is also larger than the last snapshot (default 16 MiB). */
   compactLogBytes?: number;
+  /** Quiet time after which a log worth compacting becomes a snapshot (default 30 s; durable-log.ts). */
+  idleCompactMs?: number;
   /** Bookmark interval for idle watchers (default 1000 ms). */
   progressIntervalMs?: number;
   /** Deep-freeze stored objects so accidental mutation throws (tests). */
@@ -56,10 +59,18 @@ interface Snapshot {
 /** How often expired records are dropped from memory (reads ignore them regardless). */
 const RECORD_SWEEP_MS = 5000;
 
-export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store & { durableBatches(): number }> {
+export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store & { durableBatches(): number; durableStats(): DurableStats | undefined; durableSettled(): Promise<void> }> {
   const store = new EmbeddedStore(opts);
-  if (opts.dataDir) await store.open(join(opts.dataDir, 'store'), opts.snapshotEvery ?? 10_000, opts.warn, opts.compactLogBytes);
+  if (opts.dataDir) {
+    await store.open(join(opts.dataDir, 'store'), { snapshotEvery: opts.snapshotEvery, compactBytes: opts.compactLogBytes, idleCompactMs: opts.idleCompactMs, warn: opts.warn });
+  }
   return store;
+}
+
+/** One object of a snapshot: [cluster, namespace, name, object] (Snapshot.resources). */
+function snapshotRow([k, obj]: [string, KubeObject]): [string, string, string, KubeObject] {
+  const { cluster, namespace, name } = parseObjectMapKey(k);
+  return [cluster, namespace, name, obj];
 }
 
 export function withRV(obj: KubeObject, rv: number): KubeObject {
@@ -103,8 +114,9 @@ class EmbeddedStore implements Store {
     this.sweeper.unref();
   }
 
-  async open(dir: string, snapshotEvery: number, warn: Warn = () => {}, compactLogBytes?: number): Promise<void> {
-    const { log, loaded } = await DurableLog.open<Snapshot>(dir, snapshotEvery, () => this.capture(), warn, compactLogBytes);
+  async open(dir: string, opts: DurableLogOptions): Promise<void> {
+    const warn = opts.warn ?? (() => {});
+    const { log, loaded } = await DurableLog.open<Snapshot>(dir, () => this.capture(), opts);
     this.log = log;
     const snap = loaded.snapshot;
     if (snap) {
@@ -147,16 +159,14 @@ class EmbeddedStore implements Store {
     if (rv > this.rv) this.rv = rv;
   }
 
-  private capture(): Omit<Snapshot, 'seq'> {
-    const resources: Snapshot['resources'] = {};
-    for (const rc of this.cache.all()) {
-      const out: Snapshot['resources'][string] = [];
-      for (const [k, obj] of rc.entries()) {
-        const { cluster, namespace, name } = parseObjectMapKey(k);
-        out.push([cluster, namespace, name, obj]);
-      }
-      resources[rc.id] = out;
-    }
+  /**
+   * The state to snapshot, captured now in one cheap step: references to the stored objects (never
+   * mutated: a write stores a new object, withRV), shaped into rows only as the snapshot is
+   * serialized, in slices (durable-log.ts).
+   */
+  private capture(): unknown {
+    const resources: Record<string, JsonRows<[string, KubeObject]>> = {};
+    for (const rc of this.cache.all()) resources[rc.id] = new JsonRows(Array.from(rc.entries()), snapshotRow);
     return { rv: this.rv, resources, leases: Object.fromEntries(this.leases), records: this.records.capture() };
   }
 
@@ -340,6 +350,15 @@ class EmbeddedStore implements Store {
   /** Batches the durable log has written (group commit: one write and one fdatasync each); a diagnostic. */
   durableBatches(): number {
     return this.log?.batchesWritten ?? 0;
+  }
+
+  durableStats(): DurableStats | undefined {
+    return this.log?.stats;
+  }
+
+  /** Resolves once no log batch or snapshot is in progress (snapshots run in the background). */
+  async durableSettled(): Promise<void> {
+    await this.log?.settle();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,137 @@
+// The embedded store never holds the event loop for long, whatever it holds
+// (src/storage/durable-log.ts, src/storage/sliced-json.ts): while a snapshot of 50 MiB in 1,000
+// objects is written, and while one 3 MiB object is appended, a 2 ms timer keeps firing. Bounds are
+// scaled the way test/security/list-attack-support.ts scales /healthz on a loaded machine: the
+// delay divided by the stretch (wall time over CPU time of the work) may exceed the idle baseline
+// (the same timer, as long, with nothing running) by at most the bound. One synchronous
+// JSON.stringify of that state takes hundreds of ms of CPU, of the 3 MiB object 25-50 ms.
+// Also: a log worth compacting is compacted once writes stop, and nothing is scheduled at rest.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEmbeddedStore } from '../../src/storage/embedded.js';
+import type { KubeObject } from '../../src/storage/types.js';
+import { CM, GT, cm, key } from './contract.js';
+import { waitMs } from '../support/deadline.js';
+
+async function tempDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'store-delay-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+interface Delays {
+  p99: number;
+  max: number;
+  wallMs: number;
+  cpuMs: number;
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : 0;
+}
+
+/** How late a 2 ms interval timer fires while `during` runs, and the process CPU it took. */
+async function loopDelays(during: () => Promise<unknown>): Promise<Delays> {
+  const late: number[] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    late.push(Math.max(0, now - last - 2));
+    last = now;
+  }, 2);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  try {
+    await during();
+  } finally {
+    clearInterval(timer);
+  }
+  const wallMs = performance.now() - t0;
+  late.push(Math.max(0, performance.now() - last - 2));
+  const cpu = process.cpuUsage(cpu0);
+  return { p99: quantile(late, 0.99), max: Math.max(...late), wallMs, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+const idle = (ms: number) => loopDelays(() => new Promise((ok) => setTimeout(ok, ms)));
+const stretch = (d: Delays) => Math.max(1, d.wallMs / Math.max(d.cpuMs, 10));
+const describe = (d: Delays, base: Delays) =>
+  `timer delay p99 ${d.p99.toFixed(1)} ms, max ${d.max.toFixed(1)} ms over ${d.wallMs.toFixed(0)} ms (CPU ${d.cpuMs.toFixed(0)} ms, stretch ${stretch(d).toFixed(1)}); idle baseline p99 ${base.p99.toFixed(1)}, max ${base.max.toFixed(1)}`;
+/** Within `bound` ms on an idle machine, or in the work's own time beyond the loaded baseline. */
+const within = (x: number, d: Delays, base: Delays, bound: number) => x < bound || x / stretch(d) < bound + base.p99;
+
+/** A ConfigMap of about `kib` KiB in 1 KiB values (many members, as real objects have). */
+function bulky(name: string, kib: number): KubeObject {
+  const data: Record<string, string> = {};
+  for (let i = 0; i < kib; i++) data[`key-${i}`] = `${name}-${i}:`.padEnd(1024, 'v');
+  return cm(name, 'default', data);
+}
+
+test('embedded: a snapshot of 50 MiB in 1,000 objects and the append of one 3 MiB object keep the event loop answering', { timeout: 300_000 }, async (t) => {
+  const dataDir = await tempDir(t);
+  const s = await createEmbeddedStore({ dataDir, snapshotEvery: 1_001, compactLogBytes: 1 << 30 });
+  t.after(() => s.close());
+  for (let i = 0; i < 1_000; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, j) => s.create(CM, key(`bulky-${i + j}`), bulky(`bulky-${i + j}`, 52))));
+  }
+  assert.equal(s.durableStats()!.snapshots, 0);
+  // The 1,001st record starts the snapshot of the whole state.
+  const snap = await loopDelays(async () => {
+    await s.create(CM, key('trigger'), cm('trigger'));
+    await s.durableSettled();
+  });
+  const snapBase = await idle(Math.max(300, snap.wallMs));
+  assert.equal(s.durableStats()!.snapshots, 1);
+  const snapshotBytes = (await readFile(join(dataDir, 'store', 'snapshot.json'))).length;
+  assert.ok(snapshotBytes > 50 * 1024 * 1024, `snapshot of ${snapshotBytes} bytes`);
+  t.diagnostic(`snapshot of ${(snapshotBytes / 2 ** 20).toFixed(1)} MiB: ${describe(snap, snapBase)}`);
+  assert.ok(within(snap.p99, snap, snapBase, 100) && within(snap.max, snap, snapBase, 100), `snapshot: ${describe(snap, snapBase)}`);
+
+  // One 3 MiB object: a list of 150,000 short strings (the shape of the body-limit attacks).
+  const finalizers = Array.from({ length: 150_000 }, (_, i) => `example.com/f-${i}`);
+  const large: KubeObject = { ...cm('large'), metadata: { name: 'large', namespace: 'default', finalizers } };
+  const append = await loopDelays(() => s.create(CM, key('large'), large));
+  const appendBase = await idle(Math.max(300, append.wallMs));
+  t.diagnostic(`append of a ${(JSON.stringify(large).length / 2 ** 20).toFixed(1)} MiB object: ${describe(append, appendBase)}`);
+  assert.ok(within(append.max, append, appendBase, 50), `append: ${describe(append, appendBase)}`);
+
+  // All of it is what a restart reads back.
+  await s.close();
+  const again = await createEmbeddedStore({ dataDir });
+  t.after(() => again.close());
+  assert.deepEqual((await again.get(CM, key('large')))?.metadata.finalizers, finalizers);
+  assert.deepEqual((await again.get(CM, key('bulky-999')))?.data, bulky("bulky-999", 52).data);
+  assert.equal((await again.list(CM)).items.length, 1_002);
+});
+
+test('embedded: a log worth compacting is compacted once writes stop; nothing is scheduled at rest', { timeout: 120_000 }, async (t) => {
+  const dataDir = await tempDir(t);
+  const s = await createEmbeddedStore({ dataDir, idleCompactMs: 300 });
+  t.after(() => s.close());
+  const log = join(dataDir, 'store', 'log.jsonl');
+  // A small log (under 1 MiB) is left for the next trigger: no timer.
+  await s.create(GT, key('small'), cm('small'));
+  await s.durableSettled();
+  assert.equal(s.durableStats()!.idleCompactionScheduled, false);
+  // Over 1 MiB: compacted once quiet for idleCompactMs.
+  for (let i = 0; i < 40; i++) await s.create(CM, key(`c${i}`), bulky(`c${i}`, 32));
+  const stoppedAt = performance.now();
+  assert.equal(s.durableStats()!.idleCompactionScheduled, true);
+  assert.equal(s.durableStats()!.snapshots, 0);
+  const deadline = performance.now() + waitMs(20_000);
+  while (s.durableStats()!.snapshots === 0 || s.durableStats()!.snapshotting) {
+    assert.ok(performance.now() < deadline, 'no idle compaction within 20 s');
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+  assert.ok(performance.now() - stoppedAt >= 300, 'compacted before the quiet time');
+  await s.durableSettled();
+  const lines = (await readFile(log, 'utf8')).split('\n').filter(Boolean);
+  assert.equal(lines.length, 1, 'the log is its header alone');
+  assert.deepEqual(s.durableStats(), { batches: 41, snapshots: 1, snapshotting: false, idleCompactionScheduled: false });
+  // At rest: no timer, and nothing more is written.
+  await new Promise((ok) => setTimeout(ok, 600));
+  assert.deepEqual(s.durableStats(), { batches: 41, snapshots: 1, snapshotting: false, idleCompactionScheduled: false });
+});
