@@ -4,7 +4,7 @@
 // taskset, so the load generator's own cost does not compete with the server it measures.
 import { execFileSync } from 'node:child_process';
 import type { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 let ticks: number | undefined;
@@ -26,6 +26,28 @@ export function processCpuMs(pid: number): number {
   // utime field 14, stime field 15 (proc(5)).
   const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / clockTicks();
+}
+
+/** User + system CPU time (ms) of each thread of process `pid` so far, summed by thread name (comm). */
+export function threadCpuMs(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const s = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / clockTicks();
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
 }
 
 /** This process's own CPU time so far (ms), microsecond resolution. */

@@ -38,14 +38,27 @@ export function gitTarget(ns: string, idleSeconds: number) {
   };
 }
 
-/** Namespace, `objects` ConfigMaps and the GitTarget of tenant `i`. */
-export async function createTenant(t: Target, agent: https.Agent, i: number, objects: number, idleSeconds: number): Promise<void> {
+/** Namespace and `objects` ConfigMaps of tenant `i` (the ConfigMaps concurrently). */
+export async function createTenantSource(t: Target, agent: https.Agent, i: number, objects: number): Promise<void> {
   const ns = tenantNs(i);
   await must(t, agent, 'POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, [201]);
-  for (let k = 0; k < objects; k++) {
-    await must(t, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${k}`, namespace: ns }, data: { value: 'v0', tenant: ns } }, [201]);
-  }
+  await Promise.all(
+    Array.from({ length: objects }, (_, k) =>
+      must(t, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${k}`, namespace: ns }, data: { value: 'v0', tenant: ns } }, [201]),
+    ),
+  );
+}
+
+/** The GitTarget of tenant `i`. */
+export async function createTenantTarget(t: Target, agent: https.Agent, i: number, idleSeconds: number): Promise<void> {
+  const ns = tenantNs(i);
   await must(t, agent, 'POST', `${GV}/namespaces/${ns}/gittargets`, gitTarget(ns, idleSeconds), [201]);
+}
+
+/** Namespace, `objects` ConfigMaps and the GitTarget of tenant `i`. */
+export async function createTenant(t: Target, agent: https.Agent, i: number, objects: number, idleSeconds: number): Promise<void> {
+  await createTenantSource(t, agent, i, objects);
+  await createTenantTarget(t, agent, i, idleSeconds);
 }
 
 /** How many GitTargets are Ready=True, and the list's resourceVersion. */

@@ -6,7 +6,7 @@ import type { CommitEngine, ObjectRef } from '../git/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { Store } from '../storage/types.js';
 import { CommitRequestController } from './commitrequests/controller.js';
-import { createControllerMetrics, registerReplicaMetrics } from './metrics.js';
+import { createControllerMetrics, registerReplicaMetrics, registerSourceMetrics } from './metrics.js';
 import { Informer, LeaseKeeper, type Clock } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
@@ -36,7 +36,7 @@ export interface ControllerDeps {
   /** Lease holder id of this replica (default hostname/pid/random). */
   holder?: string;
   leaseTtlMs?: number;
-  /** How often the replica heartbeat renews membership and every held lease (--replica-heartbeat-interval; default leaseTtlMs / 3). */
+  /** How often the replica heartbeat renews its membership, which every held lease lives with (--replica-heartbeat-interval; default leaseTtlMs / 3). */
   heartbeatMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
@@ -91,7 +91,10 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   await keeper.start();
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });
   const metrics = deps.metrics ? createControllerMetrics(deps.metrics) : undefined;
-  if (deps.metrics) registerReplicaMetrics(deps.metrics, keeper, gitTargets);
+  if (deps.metrics) {
+    registerReplicaMetrics(deps.metrics, keeper, gitTargets);
+    registerSourceMetrics(deps.metrics);
+  }
   const client = deps.registries ? new SystemClient(deps.registries, deps.requestMetrics) : SystemClient.forStore(deps.store, deps.requestMetrics);
   const stops: Array<() => Promise<void>> = [];
   const startAfterInformer: Array<() => Promise<void>> = [];

@@ -2,6 +2,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { gitTargetLeaseName, type Informer, type LeaseKeeper } from './runtime/index.js';
 import { JOIN_TIERS } from '../attribution/join.js';
+import { sharedSources, type SourceHub } from './source/sources.js';
+import { sharedTransports, type TransportPool } from './source/transport.js';
 
 export interface ControllerMetrics {
   commits: Counter<'author_kind'>;
@@ -82,7 +84,7 @@ export function registerReplicaMetrics(registry: Registry, keeper: LeaseKeeper, 
   });
   new Gauge({
     name: 'reverser_gittarget_leases_held',
-    help: 'GitTarget leases this replica holds (a running mirror, or commit work in progress); all renewed by one heartbeat per interval.',
+    help: 'GitTarget leases this replica holds (a running mirror, or commit work in progress); all live with its membership, renewed by one heartbeat per interval.',
     registers: [registry],
     collect() {
       this.set(keeper.heldCount());
@@ -103,4 +105,25 @@ export function registerReplicaMetrics(registry: Registry, keeper: LeaseKeeper, 
       if (ownedBefore(name) !== now) handovers.inc({ direction: now ? 'in' : 'out' });
     }
   });
+}
+
+/**
+ * What the mirror holds open towards its source clusters (source/transport.ts, source/sources.ts),
+ * read at scrape time: connections per source, not per GitTarget, and watches per (type, namespace).
+ */
+export function registerSourceMetrics(registry: Registry, hub: SourceHub = sharedSources, pool: TransportPool = sharedTransports): void {
+  const gauge = (name: string, help: string, value: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(value());
+      },
+    });
+  gauge('reverser_source_transports', 'Source transports open: one per origin, TLS trust and credentials.', () => pool.stats().transports);
+  gauge('reverser_source_connections', 'HTTP/2 connections (sessions) open to source clusters.', () => pool.stats().sessions);
+  gauge('reverser_source_streams', 'HTTP/2 streams open on them (watches and requests in flight).', () => pool.stats().streams);
+  gauge('reverser_source_shared_watches', 'Shared watches open: one per source, type and namespace (or all namespaces).', () => hub.stats().watches);
+  gauge('reverser_source_watch_subscribers', 'GitTarget streams subscribed to the shared watches.', () => hub.stats().subscribers);
 }

@@ -39,6 +39,7 @@ export function instrumentStore(store: Store, registry: Registry): Store {
     currentRV: () => store.currentRV(),
     oldestRetainedRV: (res: ResourceRef) => store.oldestRetainedRV(res),
     acquireLease: (n, h, ttl) => store.acquireLease(n, h, ttl),
+    acquireMemberLease: (n, h, e) => store.acquireMemberLease(n, h, e),
     renewLease: (n, h, t, ttl) => store.renewLease(n, h, t, ttl),
     checkLease: (n, t) => store.checkLease(n, t),
     releaseLease: (n, h, t) => store.releaseLease(n, h, t),

@@ -5,7 +5,7 @@
 import { DurableLog, type DurableLogOptions, type DurableStats, type LogRecord, type Warn } from './durable-log.js';
 import { parseObjectMapKey, parseResourceId, resourceId } from './keys.js';
 import { MemoryRecords, type AppliedBatch, type RecordsSnapshot } from './records.js';
-import { leaseAcquire, leaseCheck, leaseRelease, leaseRenew, membersAfterHeartbeat, type LeaseState } from './lease.js';
+import { heartbeatMembers, leaseAcquire, leaseAcquireForMember, leaseCheck, leaseRelease, leaseRenew, liveEpochOf, type LeaseState, type MemberState } from './lease.js';
 import {
   StorageError,
   describeObject,
@@ -88,8 +88,13 @@ class EmbeddedStore implements Store {
   private baseRV = 0;
   private readonly cache: WatchCache;
   private readonly leases = new Map<string, LeaseState>();
-  /** Live replicas (heartbeat) and when each expires: not persisted, a restart starts with none. */
-  private readonly members = new Map<string, number>();
+  /**
+   * Live replicas (heartbeat): until when, their epoch. Not persisted, a restart starts with none:
+   * one process owns the data directory (data-dir-lock.ts), so after a restart no earlier member is
+   * alive, and its membership leases are free. Epochs start from the clock so they never repeat.
+   */
+  private readonly members = new Map<string, MemberState>();
+  private lastEpoch = Date.now();
   private readonly records = new MemoryRecords();
   private readonly sweeper: NodeJS.Timeout;
   private log: DurableLog | undefined;
@@ -264,24 +269,43 @@ class EmbeddedStore implements Store {
     return this.rc(res).oldestRV;
   }
 
+  private liveEpoch(now: number) {
+    return liveEpochOf(this.members, now);
+  }
+
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null> {
     this.writable();
-    const next = leaseAcquire(this.leases.get(name), holder, ttlMs, Date.now());
+    const now = Date.now();
+    const next = leaseAcquire(this.leases.get(name), holder, ttlMs, now, this.liveEpoch(now));
     if (!next) return null;
     await this.setLease(name, next);
-    return { name, ...next };
+    return { name, holder: next.holder, token: next.token, expiresAt: next.expiresAt };
+  }
+
+  async acquireMemberLease(name: string, holder: string, epoch: number): Promise<Lease | null> {
+    this.writable();
+    const now = Date.now();
+    const cur = this.leases.get(name);
+    const next = leaseAcquireForMember(cur, holder, epoch, now, this.liveEpoch(now));
+    if (!next) return null;
+    // Re-acquiring a lease already ours writes nothing.
+    if (!cur || cur.holder !== next.holder || cur.token !== next.token || cur.epoch !== next.epoch) await this.setLease(name, next);
+    return { name, holder, token: next.token, expiresAt: 0 };
   }
 
   async renewLease(name: string, holder: string, token: number, ttlMs: number): Promise<boolean> {
     this.writable();
-    const next = leaseRenew(this.leases.get(name), holder, token, ttlMs, Date.now());
+    const now = Date.now();
+    const cur = this.leases.get(name);
+    const next = leaseRenew(cur, holder, token, ttlMs, now, this.liveEpoch(now));
     if (!next) return false;
-    await this.setLease(name, next);
+    if (next !== cur) await this.setLease(name, next);
     return true;
   }
 
   async checkLease(name: string, token: number): Promise<boolean> {
-    return leaseCheck(this.leases.get(name), token, Date.now());
+    const now = Date.now();
+    return leaseCheck(this.leases.get(name), token, now, this.liveEpoch(now));
   }
 
   async releaseLease(name: string, holder: string, token: number): Promise<void> {
@@ -292,16 +316,8 @@ class EmbeddedStore implements Store {
 
   async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
     this.writable();
-    const now = Date.now();
-    const renewed = hb.leases.map(({ name, token }) => {
-      const next = leaseRenew(this.leases.get(name), hb.member, token, hb.ttlMs, now);
-      // In memory only: one process owns the data directory (data-dir-lock.ts), so after a restart
-      // no earlier holder is alive, and an older persisted expiry only ends its leases sooner. The
-      // fencing token, which must never go back, does not change on renewal.
-      if (next) this.leases.set(name, next);
-      return next !== undefined;
-    });
-    return { members: membersAfterHeartbeat(this.members, hb.member, hb.ttlMs, now, hb.leave), renewed };
+    // In memory only (see `members`): the leases that hang on a membership are not touched.
+    return heartbeatMembers(this.members, hb, Date.now(), () => (this.lastEpoch = Math.max(this.lastEpoch + 1, Date.now())));
   }
 
   private setLease(name: string, l: LeaseState): Promise<void> {

@@ -143,15 +143,30 @@ export class RedisKeys {
   recordLast(space: string): string {
     return `${this.prefix}:${this.spaceTag(space)}:reclast`;
   }
-  /** Hash {holder, token, expiresAt} of one lease; kept after release so tokens never go back. */
+  /**
+   * Hash {holder, token, expiresAt, epoch} of one lease; kept after release so tokens never go
+   * back. A membership lease (epoch set) is held while its holder's membership with that epoch is
+   * live (memberEpochs); a TTL lease (epoch '') until expiresAt.
+   */
   lease(name: string): string {
     return `${this.prefix}:${this.global()}:lease:${esc(name)}`;
   }
   /**
    * Sorted set of live replicas, scored by the time (ms) their heartbeat expires. In the leases'
-   * slot, so one heartbeat script renews a replica's membership and all its leases.
+   * slot, so the lease script can tell whether a membership lease's holder is live.
    */
   members(): string {
     return `${this.prefix}:${this.global()}:members`;
+  }
+  /**
+   * Hash member -> epoch of its live membership (`<epoch>`, or `<epoch>:observer` for a member that
+   * takes no share); the same members as members(), removed with them.
+   */
+  memberEpochs(): string {
+    return `${this.prefix}:${this.global()}:member-epochs`;
+  }
+  /** Counter of membership epochs: each (re)join of a member takes the next one. */
+  memberEpochCounter(): string {
+    return `${this.prefix}:${this.global()}:member-epoch-seq`;
   }
 }

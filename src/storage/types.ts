@@ -102,9 +102,18 @@ export interface WatchHandle {
 }
 
 export interface WatchCallbacks {
-  onEvent(event: StoreEvent): void;
-  /** Periodic progress notification: no event for this watcher up to `rv`. Used for BOOKMARKs. */
-  onProgress?(rv: number): void;
+  /**
+   * One event. Returning false says nothing reached the watcher's client (its own selector dropped
+   * it): the store then keeps the watcher due for progress notifications as if it had sent nothing.
+   */
+  onEvent(event: StoreEvent): void | boolean;
+  /**
+   * Progress notification: the watcher has every event up to `rv`, and heard nothing for an
+   * interval. Sent once per interval at most, and only when `rv` moved past what the watcher last
+   * got (an event or a notification): an idle store costs its watchers nothing. Returning false
+   * (not used yet, e.g. a bookmark not due) asks for it again at the next tick.
+   */
+  onProgress?(rv: number): void | boolean;
   /** The watch ended from the store's side (backend lost); the client must re-list. */
   onClose?(reason: StorageError): void;
 }
@@ -114,27 +123,35 @@ export interface Lease {
   holder: string;
   /** Fencing token: strictly increases every time the lease changes hands. */
   token: number;
+  /** When a TTL lease ends (ms); 0 for a membership lease (acquireMemberLease). */
   expiresAt: number;
 }
 
 /**
  * One replica's heartbeat (src/controllers/runtime/leases.ts): keep `member` in the set of live
- * replicas for `ttlMs` (or remove it at once with `leave`) and extend by `ttlMs` every lease it
- * holds, with the same rule as renewLease, in one store operation.
+ * replicas for `ttlMs` (or remove it at once with `leave`). Every membership lease the member
+ * holds (acquireMemberLease) lives exactly as long as this membership: one store operation per
+ * interval, whatever the number of leases (src/storage/lease.ts says the rules).
  */
 export interface Heartbeat {
   member: string;
   ttlMs: number;
-  /** Leases held by `member` (holder = member), each with the fencing token it was acquired with. */
-  leases: ReadonlyArray<{ name: string; token: number }>;
   leave?: boolean;
+  /**
+   * Whether the member takes a share of the GitTargets (default true). A member that does not is
+   * live (its leases hold) but left out of `members`.
+   */
+  share?: boolean;
 }
 
 export interface HeartbeatResult {
-  /** The live members after this heartbeat, sorted. */
+  /** The live members that take a share, after this heartbeat, sorted. */
   members: string[];
-  /** Per lease of the request, in order: still held and extended (false: lost). */
-  renewed: boolean[];
+  /**
+   * The epoch of this member's membership: the same from heartbeat to heartbeat while it stays
+   * live, a new one when it had expired (its earlier leases are then lost); 0 after `leave`.
+   */
+  epoch: number;
 }
 
 export interface Store {
@@ -176,14 +193,21 @@ export interface Store {
    */
   waitDurable?(rv: number): Promise<void>;
 
-  /** Acquire or take over an expired lease. Resolves null when someone else holds it. */
+  /** Acquire (or take over an expired) TTL lease. Resolves null when someone else holds it. */
   acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null>;
-  /** Extend a lease we hold; false when it was lost (expired and taken, or released). */
+  /**
+   * Acquire a membership lease: held by `holder` while its membership with `epoch` (the last
+   * heartbeat's) is live, with no renewal of its own. Resolves null when someone else holds it (a
+   * live member, or an unexpired TTL lease), or when that membership is not live. Taking it over
+   * needs the holder's membership expired, or the lease released.
+   */
+  acquireMemberLease(name: string, holder: string, epoch: number): Promise<Lease | null>;
+  /** Extend a TTL lease we hold (a membership lease: still held); false when it was lost (expired and taken, or released). */
   renewLease(name: string, holder: string, token: number, ttlMs: number): Promise<boolean>;
-  /** True while `token` is the current, unexpired token of the lease (the fencing check). */
+  /** True while `token` is the current token of the lease and it is held (the fencing check). */
   checkLease(name: string, token: number): Promise<boolean>;
   releaseLease(name: string, holder: string, token: number): Promise<void>;
-  /** Membership heartbeat and renewal of all of a replica's leases: one operation (see Heartbeat). */
+  /** Membership heartbeat: keeps every membership lease of the member with it (see Heartbeat). */
   heartbeat(hb: Heartbeat): Promise<HeartbeatResult>;
 
   /**

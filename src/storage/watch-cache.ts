@@ -46,6 +46,8 @@ interface Watcher {
   lastSent: number;
   /** Highest RV delivered; guards against delivering an event twice. */
   sentRV: number;
+  /** Highest RV told by a progress notification (nothing new to tell below it). */
+  notifiedRV: number;
   stopped: boolean;
 }
 
@@ -248,6 +250,7 @@ export class ResourceCache {
       pending: [],
       lastSent: Date.now(),
       sentRV: opts.fromRV,
+      notifiedRV: opts.fromRV,
       stopped: false,
     };
     for (let i = this.firstAfter(opts.fromRV); i < this.events.length; i++) {
@@ -286,12 +289,18 @@ export class ResourceCache {
     return lo;
   }
 
-  /** Notify watchers that got nothing for `intervalMs` that they are complete up to `rv`. */
+  /**
+   * Notify watchers that got nothing for `intervalMs` that they are complete up to `rv`, once per
+   * new `rv`: with nothing written, a tick only compares numbers (no call per watcher at rest).
+   */
   progress(rv: number, intervalMs: number, now: number): void {
     for (const w of this.watchers) {
-      if (w.pending || !w.cb.onProgress || now - w.lastSent < intervalMs || rv < w.sentRV) continue;
+      if (w.pending || !w.cb.onProgress || now - w.lastSent < intervalMs || rv < w.sentRV || rv <= w.notifiedRV) continue;
+      const r: { used: void | boolean } = { used: true };
+      safe(() => (r.used = w.cb.onProgress!(rv)));
+      if (r.used === false) continue;
       w.lastSent = now;
-      safe(() => w.cb.onProgress!(rv));
+      w.notifiedRV = rv;
     }
   }
 
@@ -331,8 +340,10 @@ export class ResourceCache {
 function deliver(w: Watcher, ev: StoreEvent, now: number): void {
   if (w.stopped || ev.rv <= w.sentRV) return;
   w.sentRV = ev.rv;
-  w.lastSent = now;
-  safe(() => w.cb.onEvent(ev));
+  const r: { sent: void | boolean } = { sent: true };
+  safe(() => (r.sent = w.cb.onEvent(ev)));
+  // An event the watcher's own selector dropped told its client nothing: it stays due for progress.
+  if (r.sent !== false) w.lastSent = now;
 }
 
 // A throwing watcher callback must not break fan-out to the others or the write path.

@@ -52,7 +52,7 @@ test('leases: one holder at a time; release hands over with a higher token and f
   const la = await a.acquire('gittarget/x');
   assert.ok(la);
   assert.equal(await b.acquire('gittarget/x'), undefined);
-  await new Promise((r) => setTimeout(r, 500)); // a renews: still a's
+  await new Promise((r) => setTimeout(r, 500)); // past the TTL: a's heartbeats keep its membership, and the lease with it
   assert.equal(await b.acquire('gittarget/x'), undefined);
   assert.equal(await la.check(), true);
   await a.release('gittarget/x');

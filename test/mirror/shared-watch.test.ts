@@ -53,10 +53,18 @@ async function put(namespace: string, name: string, labels: Record<string, strin
 function recorder() {
   const log: string[] = [];
   const handlers: StreamHandlers = {
-    replace: (items, _rv, initial) => void log.push(`${initial ? 'list' : 'relist'} ${items.map((i) => i.metadata.name).sort().join(',')}`),
-    event: (type, o: KubeObject) => void log.push(`${type} ${o.metadata.name} ${o.metadata.labels?.team ?? '-'}`),
+    replace: (items, _rv, initial) => {
+      log.push(`${initial ? 'list' : 'relist'} ${items.map((i) => i.metadata.name).sort().join(',')}`);
+      for (const i of items) if (i.metadata.managedFields) withManagedFields.push(i.metadata.name!);
+    },
+    event: (type, o: KubeObject) => {
+      log.push(`${type} ${o.metadata.name} ${o.metadata.labels?.team ?? '-'}`);
+      if (o.metadata.managedFields) withManagedFields.push(o.metadata.name!);
+    },
   };
-  return { log, handlers };
+  // The shared watch caches and delivers objects without managedFields (the server sets them on every write).
+  const withManagedFields: string[] = [];
+  return { log, handlers, withManagedFields };
 }
 
 before(async () => {
@@ -138,6 +146,7 @@ test('one watch for every subscriber of a (type, namespace): label selectors on 
     await put('shared', 'a1', { team: 'c' });
     await until(async () => late.log.length === 2 && all.log.length === 5, 'the next change');
     assert.deepEqual(late.log, ['list a1', 'DELETED a1 c']);
+    assert.deepEqual([...all.withManagedFields, ...teamA.withManagedFields, ...late.withManagedFields], [], 'objects delivered with managedFields');
     assert.equal(await serverWatches(), 1, 'still one watch on the server');
 
     await subLate.stop();

@@ -254,15 +254,22 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     assert.deepEqual(ok.rvs(), rvs.slice(7));
   });
 
-  test(`${name}: idle watchers get progress notifications with the latest RV`, async (t) => {
+  test(`${name}: idle watchers get progress notifications with the latest RV, once per RV moved past them`, async (t) => {
     const { store } = await factory(t, { progressIntervalMs: 50 });
     await store.create(GT, key('g'), cm('g'));
     const rv = await store.currentRV();
     const c = new Collector();
     const h = await store.watch(CM, { fromRV: rv }, c.cb);
     t.after(() => h.stop());
-    await c.until(() => c.progress.length > 0, 'a progress notification');
-    assert.ok(c.progress[0]! >= rv);
+    // Nothing written since: nothing to tell, for six intervals (no call per watcher at rest).
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(c.progress, []);
+    // A write elsewhere moves the RV past the watcher: one notification with it, then none again.
+    await store.create(GT, key('g2'), cm('g2'));
+    const moved = await store.currentRV();
+    await c.until(() => c.progress.includes(moved), 'a progress notification with the new RV');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(c.progress, [moved]);
     assert.equal(c.events.length, 0);
   });
 
@@ -293,39 +300,62 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     assert.ok(other);
   });
 
-  test(`${name}: one heartbeat keeps a replica live and renews exactly the leases it still holds`, async (t) => {
+  test(`${name}: membership leases live exactly as long as their holder's membership, renewed by one heartbeat`, async (t) => {
     const { store } = await factory(t);
-    const a1 = (await store.acquireLease('t1', 'a', 60_000))!;
-    const a2 = (await store.acquireLease('t2', 'a', 60_000))!;
-    const b3 = (await store.acquireLease('t3', 'b', 60_000))!;
-    assert.deepEqual(await store.heartbeat({ member: 'b', ttlMs: 60_000, leases: [{ name: 't3', token: b3.token }] }), { members: ['b'], renewed: [true] });
-    // t2 was released, t3 is b's, t4 never existed, t1 was acquired with another token.
-    await store.releaseLease('t2', 'a', a2.token);
-    const hb = await store.heartbeat({
-      member: 'a',
-      ttlMs: 60_000,
-      leases: [
-        { name: 't1', token: a1.token },
-        { name: 't2', token: a2.token },
-        { name: 't3', token: b3.token },
-        { name: 't4', token: 1 },
-        { name: 't1', token: a1.token + 1 },
-      ],
-    });
-    assert.deepEqual(hb, { members: ['a', 'b'], renewed: [true, false, false, false, false] });
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // No membership yet: no membership lease, whatever epoch is claimed.
+    assert.equal(await store.acquireMemberLease('t1', 'a', 1), null);
+    const ha = await store.heartbeat({ member: 'a', ttlMs: 60_000 });
+    assert.deepEqual(ha.members, ['a']);
+    assert.ok(ha.epoch > 0);
+    // The epoch stays while the membership does.
+    assert.equal((await store.heartbeat({ member: 'a', ttlMs: 60_000 })).epoch, ha.epoch);
+    assert.equal(await store.acquireMemberLease('t1', 'a', ha.epoch + 1), null, 'an epoch that is not the live one');
+    const a1 = (await store.acquireMemberLease('t1', 'a', ha.epoch))!;
+    assert.deepEqual({ holder: a1.holder, expiresAt: a1.expiresAt }, { holder: 'a', expiresAt: 0 });
+    assert.equal((await store.acquireMemberLease('t1', 'a', ha.epoch))!.token, a1.token, 're-acquiring our own lease keeps the token');
     assert.equal(await store.checkLease('t1', a1.token), true);
-    // A renewal by heartbeat extends the lease: a 1 ms lease renewed for a minute is still held.
-    const short = (await store.acquireLease('t5', 'a', 1))!;
-    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [{ name: 't5', token: short.token }] })).renewed, [true]);
-    await new Promise((r) => setTimeout(r, 5));
-    assert.equal(await store.checkLease('t5', short.token), true);
-    assert.equal(await store.acquireLease('t5', 'b', 60_000), null);
-    // A member whose heartbeat expired is gone from everyone's view; leave removes at once.
-    await store.heartbeat({ member: 'c', ttlMs: 1, leases: [] });
-    await new Promise((r) => setTimeout(r, 5));
-    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [] })).members, ['a', 'b']);
-    assert.deepEqual((await store.heartbeat({ member: 'b', ttlMs: 60_000, leases: [], leave: true })).members, ['a']);
-    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000, leases: [] })).members, ['a']);
+    assert.equal(await store.renewLease('t1', 'a', a1.token, 1), true, 'a membership lease is "renewed" while its membership lives');
+    // b is live too, but t1 is a's while a's membership lives: no TTL of its own to run out.
+    const hb = await store.heartbeat({ member: 'b', ttlMs: 60_000 });
+    assert.deepEqual(hb.members, ['a', 'b']);
+    assert.notEqual(hb.epoch, ha.epoch);
+    assert.equal(await store.acquireMemberLease('t1', 'b', hb.epoch), null);
+    assert.equal(await store.acquireLease('t1', 'b', 60_000), null, 'nor as a TTL lease');
+    // Released: b takes it with a higher token; a's token is fenced off.
+    await store.releaseLease('t1', 'a', a1.token);
+    assert.equal(await store.checkLease('t1', a1.token), false);
+    const b1 = (await store.acquireMemberLease('t1', 'b', hb.epoch))!;
+    assert.ok(b1.token > a1.token);
+    // b's membership expires (a 1 ms heartbeat): its lease goes with it, at once, for everyone.
+    await store.heartbeat({ member: 'b', ttlMs: 1 });
+    await wait(5);
+    assert.equal(await store.checkLease('t1', b1.token), false);
+    assert.equal(await store.renewLease('t1', 'b', b1.token, 60_000), false);
+    const a2 = (await store.acquireMemberLease('t1', 'a', ha.epoch))!;
+    assert.ok(a2.token > b1.token, 'taken over once the holder\'s membership expired');
+    // b comes back: a new epoch, so its old token stays dead and its old epoch takes nothing.
+    const hb2 = await store.heartbeat({ member: 'b', ttlMs: 60_000 });
+    assert.ok(hb2.epoch > hb.epoch, `a new epoch after expiry: ${hb.epoch} → ${hb2.epoch}`);
+    assert.equal(await store.checkLease('t1', b1.token), false);
+    assert.equal(await store.acquireMemberLease('t2', 'b', hb.epoch), null);
+    assert.ok(await store.acquireMemberLease('t2', 'b', hb2.epoch));
+    // A member that takes no share is live (its leases hold) but not among the members.
+    const hc = await store.heartbeat({ member: 'c', ttlMs: 60_000, share: false });
+    assert.deepEqual(hc.members, ['a', 'b']);
+    const c3 = (await store.acquireMemberLease('t3', 'c', hc.epoch))!;
+    assert.equal(await store.checkLease('t3', c3.token), true);
+    // Leave removes at once, and the leaver's leases with it.
+    const left = await store.heartbeat({ member: 'c', ttlMs: 60_000, leave: true });
+    assert.deepEqual(left, { members: ['a', 'b'], epoch: 0 });
+    assert.equal(await store.checkLease('t3', c3.token), false);
+    assert.deepEqual((await store.heartbeat({ member: 'b', ttlMs: 60_000, leave: true })).members, ['a']);
+    assert.deepEqual((await store.heartbeat({ member: 'a', ttlMs: 60_000 })).members, ['a']);
+    // TTL leases and membership leases keep one token sequence per name.
+    await store.releaseLease('t1', 'a', a2.token);
+    const ttl = (await store.acquireLease('t1', 'x', 60_000))!;
+    assert.ok(ttl.token > a2.token);
+    assert.equal(await store.acquireMemberLease('t1', 'a', ha.epoch), null, 'an unexpired TTL lease is held');
   });
 
   test(`${name}: concurrent compare-and-swap: one winner per round`, async (t) => {

@@ -1,6 +1,7 @@
 // How replicas share GitTargets, below the processes: rendezvous hashing (runtime/shards.ts), the
-// heartbeat that renews every lease in one store call (runtime/leases.ts over the embedded store),
-// the rebalance when a member leaves, and the flags (runtime/replica-flags.ts).
+// heartbeat that renews one membership in one store call and with it every lease held
+// (runtime/leases.ts over the embedded store), what a membership lost costs, the rebalance when a
+// member leaves, and the flags (runtime/replica-flags.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ownerOf } from '../../src/controllers/runtime/shards.js';
@@ -43,9 +44,9 @@ test('rendezvous hashing: even shares; a join takes only for the newcomer, a lea
 /** The embedded store, counting the lease calls the keeper makes. */
 async function countingStore(): Promise<{ store: Store; calls: Record<string, number> }> {
   const store = await createStore({ storage: 'embedded' });
-  const calls: Record<string, number> = { heartbeat: 0, renewLease: 0, acquireLease: 0 };
+  const calls: Record<string, number> = { heartbeat: 0, renewLease: 0, acquireLease: 0, acquireMemberLease: 0 };
   const wrapped: Store = Object.create(store);
-  for (const op of ['heartbeat', 'renewLease', 'acquireLease'] as const) {
+  for (const op of ['heartbeat', 'renewLease', 'acquireLease', 'acquireMemberLease'] as const) {
     (wrapped as any)[op] = (...a: unknown[]) => {
       calls[op]!++;
       return (store as any)[op](...a);
@@ -54,7 +55,7 @@ async function countingStore(): Promise<{ store: Store; calls: Record<string, nu
   return { store: wrapped, calls };
 }
 
-test('leases: one heartbeat per interval renews every held lease; a replica asks only for its own; a leaver\'s share rebalances', { timeout: 20_000 }, async (t) => {
+test('leases: one heartbeat per interval keeps every held lease; a replica asks only for its own; a leaver\'s share rebalances', { timeout: 20_000 }, async (t) => {
   const { store, calls } = await countingStore();
   t.after(() => store.close());
   const a = new LeaseKeeper(store, { holder: 'a', ttlMs: 600, heartbeatMs: 100 });
@@ -68,8 +69,9 @@ test('leases: one heartbeat per interval renews every held lease; a replica asks
   const theirs = names.slice(0, 200).filter((n) => ownerOf(n, ['a', 'b']) === 'b');
   for (const n of mine) assert.ok(await a.acquire(n), n);
   for (const n of theirs) assert.equal(await a.acquire(n), undefined, `${n} is b's: a does not take it, free as it is`);
-  assert.equal(calls.acquireLease, mine.length);
-  // Ten TTLs later every lease is still a's: renewed by heartbeats alone, about one per 100 ms.
+  assert.equal(calls.acquireMemberLease, mine.length);
+  assert.equal(calls.acquireLease, 0);
+  // Ten TTLs later every lease is still a's: kept by heartbeats of the membership alone, about one per 100 ms.
   const before = calls.heartbeat;
   await new Promise((r) => setTimeout(r, 1_000));
   const beats = calls.heartbeat - before;
@@ -86,6 +88,45 @@ test('leases: one heartbeat per interval renews every held lease; a replica asks
   await until(() => b.members().length === 1, 'b to see a leave', 2_000, 10);
   assert.deepEqual(moved.sort(), [...mine].sort());
   for (const n of mine) assert.ok(await b.acquire(n), `${n} free at once after a's graceful stop`);
+});
+
+test('leases: a replica whose membership expired loses every lease: taken over with higher tokens, its fence fails, its next heartbeat drops them', { timeout: 20_000 }, async (t) => {
+  const store = await createStore({ storage: 'embedded' });
+  t.after(() => store.close());
+  // a's heartbeats fail while `stalled` (as if its event loop or its link to the store stopped).
+  let stalled = false;
+  const aStore: Store = Object.create(store);
+  aStore.heartbeat = (hb) => (stalled ? Promise.reject(new Error('stalled')) : store.heartbeat(hb));
+  // A 2 s TTL: the checks made before a's membership expires have that long on a loaded machine.
+  const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 2_000, heartbeatMs: 100 });
+  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 2_000, heartbeatMs: 100 });
+  t.after(() => Promise.all([a.stop(), b.stop()]));
+  await a.start();
+  await b.start();
+  await until(() => a.members().length === 2 && b.members().length === 2, 'both to see each other', 5_000, 10);
+  const mine = names.slice(0, 50).filter((n) => ownerOf(n, ['a', 'b']) === 'a');
+  const held = [];
+  for (const n of mine) held.push((await a.acquire(n))!);
+  assert.equal(a.heldCount(), mine.length);
+  // The stall: the first failed heartbeat gives every lease up here (fail closed) ...
+  const lost: string[] = [];
+  a.onLost((n) => lost.push(n));
+  stalled = true;
+  await until(() => a.heldCount() === 0, 'a to give its leases up', 2_000, 10);
+  assert.deepEqual(lost.sort(), [...mine].sort());
+  // ... yet in the store they stay a's until its membership expires: b cannot take one before.
+  assert.equal(await store.acquireMemberLease(mine[0]!, 'b', (await store.heartbeat({ member: 'b', ttlMs: 2_000 })).epoch), null);
+  // Past the TTL, b sees a gone, owns every name, and takes a's leases with higher tokens.
+  await until(() => b.members().length === 1, 'b to see a expire', 8_000, 10);
+  for (const [i, n] of mine.entries()) {
+    const l = await b.acquire(n);
+    assert.ok(l && l.token > held[i]!.token, `${n}: taken over with a higher token`);
+    assert.equal(await held[i]!.check(), false, `${n}: the old holder's fence fails`);
+  }
+  // a comes back with a new membership: it owns half again, and can take only free ones.
+  stalled = false;
+  await until(() => a.members().length === 2, 'a back among the members', 5_000, 10);
+  assert.equal(a.heldCount(), 0);
 });
 
 test('replica flags: defaults, bounds and their messages', () => {

@@ -13,8 +13,9 @@ import { listItems } from './list-items.js';
 import { jsonOf } from '../respond.js';
 
 /**
- * How often an idle watch (nothing sent for this long) gets a BOOKMARK, whatever its selector drops;
- * the store's progress ticker runs at the same interval.
+ * How often an idle watch (nothing sent for this long) gets a BOOKMARK, whatever its selector drops:
+ * the store's progress ticker runs at this interval, and an event this handler drops does not count
+ * as sent there (onEvent returns false).
  */
 export const BOOKMARK_INTERVAL_MS = 1000;
 
@@ -55,7 +56,6 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   let lastRV = fromRV;
   let sentRV = fromRV;
   let sentAt = Date.now();
-  let bookmarks: NodeJS.Timeout | undefined;
   let sentColumns = false;
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -89,7 +89,6 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     h.state.metrics.watches.dec({ resource: def.plural });
     handle?.stop();
     if (timer) clearTimeout(timer);
-    if (bookmarks) clearInterval(bookmarks);
     raw.end();
   };
   const bookmark = (rvNow: number, initialEnd = false) => {
@@ -99,9 +98,12 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     sentRV = rvNow;
     sentAt = Date.now();
   };
-  const bookmarkIfDue = () => {
-    if (closed || !opts.allowWatchBookmarks || lastRV <= sentRV || Date.now() - sentAt < BOOKMARK_INTERVAL_MS) return;
+  /** False when a bookmark would be due but is not yet (sent too recently): the store asks again. */
+  const bookmarkIfDue = (): boolean => {
+    if (closed || !opts.allowWatchBookmarks || lastRV <= sentRV) return true;
+    if (Date.now() - sentAt < BOOKMARK_INTERVAL_MS) return false;
     bookmark(lastRV);
+    return true;
   };
   raw.on('drain', () => (unflushed = 0));
   raw.on('close', finish);
@@ -124,26 +126,28 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   if (closed) return;
   if (opts.sendInitialEvents) bookmark(fromRV, true);
 
-  const onEvent = (ev: StoreEvent) => {
-    if (closed || ev.rv <= lastRV) return;
+  /** False when nothing was written (the selector dropped it), so the store keeps this watch due for progress. */
+  const onEvent = (ev: StoreEvent): boolean => {
+    if (closed || ev.rv <= lastRV) return false;
     lastRV = ev.rv;
-    if (namespace && ev.object.metadata.namespace !== namespace) return;
+    if (namespace && ev.object.metadata.namespace !== namespace) return false;
     const now = matches(def, opts, ev.object);
     const before = ev.prevObject ? matches(def, opts, ev.prevObject) : false;
     let type: EventType = ev.type;
     if (ev.type === 'MODIFIED' && now && !before) type = 'ADDED';
     else if (ev.type === 'MODIFIED' && !now && before) type = 'DELETED';
-    else if (!now && !(ev.type === 'DELETED' && before)) return;
+    else if (!now && !(ev.type === 'DELETED' && before)) return false;
     write(encode(type, ev.object));
     sentRV = ev.rv;
     sentAt = Date.now();
+    return true;
   };
   try {
     handle = await h.registry.watch(cluster, namespace, fromRV, {
       onEvent,
       onProgress: (p) => {
         if (p > lastRV) lastRV = p;
-        bookmarkIfDue();
+        return bookmarkIfDue();
       },
       onClose: (reason) => {
         write(encode('ERROR', statusFor(reason)));
@@ -165,12 +169,8 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     return;
   }
   if (closed) handle.stop();
-  // The store's progress notifications stop while it delivers events, including those the selector
-  // drops here; this timer keeps bookmarks coming for such a watch.
-  if (opts.allowWatchBookmarks && !closed) {
-    bookmarks = setInterval(bookmarkIfDue, BOOKMARK_INTERVAL_MS / 2);
-    bookmarks.unref();
-  }
+  // No timer per watch: the store's progress ticker (one per process) drives the bookmarks, and
+  // events dropped here leave the watch due for it (onEvent's false).
   timer = setTimeout(finish, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
   void h.state.shuttingDown.then(finish);
 }

@@ -204,7 +204,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       const synced = running.get(key)?.report?.synced ?? idle;
       await teardown(key);
       await writeStatus(key, uid, { generation, validated: idle, sourceReachable: idle, synced, streams: { ready: 0, total: 0 }, suspended: true });
-      // A suspended target needs no lease: holding it would renew it every few seconds for nothing.
+      // A suspended target needs no lease: holding it would keep it from its owner for nothing.
       await keeper.release(targetLeaseName(tk), CLAIMANT);
       return;
     }

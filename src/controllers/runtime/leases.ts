@@ -2,16 +2,21 @@
 // work only while it holds that target's lease in the Store, and it asks for the lease only when
 // the target is its own: rendezvous hashing of the lease name over the live replicas (shards.ts).
 //
-// Every heartbeat interval (--replica-heartbeat-interval, default a third of the lease TTL) one
-// store operation (Store.heartbeat: redis/heartbeat.lua, or the embedded store's equivalent) keeps
-// this replica in the live-member set for one TTL, renews every lease it holds, and reads the live
-// members. Membership and leases expire together, so when a replica dies (SIGKILL) its targets
-// become the others' and their leases free at the same moment: the others see it at their next
-// heartbeat, within TTL + one interval. When the member list changes, onRebalance listeners
-// (the mirror and windows controllers) look again at the targets whose owner changed: the old
-// owner stops and releases, the new one takes the lease once it is free. A graceful stop releases
-// every lease, then leaves the set, so the others take over at their next heartbeat.
-// The fencing token lets a write check, right before it happens, that this replica still holds the lease.
+// A GitTarget lease is a membership lease (src/storage/lease.ts): it names this replica's
+// membership of the live replicas (its member id and the epoch the store gave the membership) and
+// is held exactly as long as that membership is live, the way etcd attaches many keys to one lease.
+// Every heartbeat interval (--replica-heartbeat-interval, default a third of the TTL) one store
+// operation (Store.heartbeat: redis/heartbeat.lua, or the embedded store's equivalent) keeps the
+// membership for one TTL and reads the live members: one operation, whatever the number of
+// leases held. When a replica dies (SIGKILL) its membership expires within the TTL, and with it
+// every lease it held; the others see it at their next heartbeat, within TTL + one interval. A
+// membership that expired and came back has a new epoch: its old leases (and their fencing
+// tokens) stay dead, so this replica drops them all and the controllers take them again. When the
+// member list changes, onRebalance listeners (the mirror and windows controllers) look again at the
+// targets whose owner changed: the old owner stops and releases, the new one takes the lease once
+// it is free. A graceful stop releases every lease, then leaves the set, so the others take over at
+// their next heartbeat. The fencing token lets a write check, right before it happens, that this
+// replica still holds the lease (and that its membership is still live).
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { KubeObject, Store } from '../../storage/types.js';
@@ -20,12 +25,12 @@ import type { Logger } from '../../metrics/logger.js';
 import { ownerOf } from './shards.js';
 import { realClock, type Clock, type ClockTimer } from './clock.js';
 
-export type LeaseStore = Pick<Store, 'acquireLease' | 'checkLease' | 'releaseLease' | 'heartbeat'>;
+export type LeaseStore = Pick<Store, 'acquireMemberLease' | 'checkLease' | 'releaseLease' | 'heartbeat'>;
 
 export interface HeldLease {
   readonly name: string;
   readonly token: number;
-  /** The fencing check: true while this replica still holds this token of the lease. */
+  /** The fencing check: true while this replica still holds this token of the lease (false also drops it here). */
   check(): Promise<boolean>;
 }
 
@@ -37,7 +42,7 @@ export interface LeaseKeeperOptions {
   /**
    * Whether this replica takes a share of the GitTargets (default true). A replica that does not
    * run the windows controller (--controllers) must not: its share would never be committed. It
-   * still renews whatever leases it holds, but stays out of the live members.
+   * is still a live member (whatever leases it holds live with its membership), but takes no share.
    */
   member?: boolean;
   log?: Logger;
@@ -81,6 +86,8 @@ export class LeaseKeeper {
   private readonly rebalanceListeners: RebalanceListener[] = [];
   /** The live replicas as of the last heartbeat; until the first one, this replica alone. */
   private liveMembers: readonly string[];
+  /** The epoch of this replica's membership as of the last heartbeat; 0 before the first one. */
+  private epoch = 0;
   private timer: ClockTimer;
   private beating: Promise<void> | undefined;
   private failing = false;
@@ -124,14 +131,27 @@ export class LeaseKeeper {
       this.claim(name, claimant);
       return cur;
     }
-    const l = await this.store.acquireLease(name, this.holder, this.ttlMs);
+    // Not a member yet (start() not called, or the first heartbeat failed): join first.
+    if (this.epoch === 0) await this.beat();
+    if (this.epoch === 0 || this.stopped) return undefined;
+    const l = await this.store.acquireMemberLease(name, this.holder, this.epoch);
     if (!l || this.stopped) return undefined;
     const raced = this.held.get(name);
     if (raced) {
       this.claim(name, claimant);
       return raced;
     }
-    const lease: HeldLease = { name, token: l.token, check: () => this.store.checkLease(name, l.token).catch(() => false) };
+    const lease: HeldLease = {
+      name,
+      token: l.token,
+      check: async () => {
+        const ok = await this.store.checkLease(name, l.token).catch(() => false);
+        // Not held in the store (e.g. a Redis failover lost it): drop it here too, so the
+        // controllers stop and ask for it again instead of failing their fence forever.
+        if (!ok) this.lose(lease);
+        return ok;
+      },
+    };
     this.held.set(name, lease);
     this.claim(name, claimant);
     this.opts.log?.info('lease acquired', { lease: name, token: l.token });
@@ -181,7 +201,7 @@ export class LeaseKeeper {
     await this.beating;
     this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
-    await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, leases: [], leave: true }).catch(() => undefined);
+    await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, leave: true }).catch(() => undefined);
   }
 
   /** One heartbeat at a time: a slow store never stacks them up. */
@@ -193,25 +213,27 @@ export class LeaseKeeper {
 
   private async heartbeat(): Promise<void> {
     if (this.stopped) return;
-    const held = [...this.held.values()];
     let r;
     try {
-      const leases = held.map((l) => ({ name: l.name, token: l.token }));
-      r = await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, leases, leave: this.opts.member === false });
+      r = await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, share: this.opts.member !== false });
     } catch (e) {
-      // Fail closed: a lease that could not be renewed may expire and be taken; its work stops
-      // (the controllers retry). The member list stays as last seen.
-      if (!this.failing) this.opts.log?.warn('heartbeat failed: leases given up until the store answers', { error: (e as Error).message, leases: held.length });
+      // Fail closed: a membership that could not be renewed may expire, and its leases be taken;
+      // their work stops (the controllers retry). The member list stays as last seen.
+      if (!this.failing) this.opts.log?.warn('heartbeat failed: leases given up until the store answers', { error: (e as Error).message, leases: this.held.size });
       this.failing = true;
-      for (const l of held) this.lose(l);
+      for (const l of [...this.held.values()]) this.lose(l);
       return;
     }
     if (this.failing) this.opts.log?.info('heartbeat works again');
     this.failing = false;
-    held.forEach((l, i) => {
-      if (!r.renewed[i]) this.lose(l);
-    });
-    if (!this.stopped && this.opts.member !== false) this.setMembers(r.members.includes(this.holder) ? r.members : [...r.members, this.holder].sort());
+    if (this.stopped) return;
+    if (this.epoch !== 0 && r.epoch !== this.epoch) {
+      // The membership had expired (a stall, or the store lost it): every lease it held is gone.
+      this.opts.log?.warn('membership expired and renewed: its leases are lost', { epoch: this.epoch, next: r.epoch, leases: this.held.size });
+      for (const l of [...this.held.values()]) this.lose(l);
+    }
+    this.epoch = r.epoch;
+    if (this.opts.member !== false) this.setMembers(r.members.includes(this.holder) ? r.members : [...r.members, this.holder].sort());
   }
 
   private lose(l: HeldLease): void {

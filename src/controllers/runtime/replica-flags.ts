@@ -5,7 +5,7 @@
 export interface ReplicaOptions {
   /** A GitTarget lease's and a replica's membership TTL (ms). */
   leaseTtlMs: number;
-  /** How often one heartbeat renews membership and every held lease (ms). */
+  /** How often one heartbeat renews the membership, which every held GitTarget lease lives with (ms). */
   heartbeatMs: number;
 }
 
@@ -19,7 +19,7 @@ export const REPLICA_FLAGS = [
   {
     name: 'replica-heartbeat-interval',
     description:
-      'How often a replica renews its membership and all the GitTarget leases it holds, in one store operation (Go duration; default a third of --replica-lease-ttl; at most half of it).',
+      'How often a replica renews its membership of the live replicas, which every GitTarget lease it holds lives with, in one store operation (Go duration; default a third of --replica-lease-ttl; at most half of it).',
     default: '',
   },
 ];

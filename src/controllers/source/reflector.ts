@@ -27,7 +27,12 @@ export interface ReflectorOptions {
   namespace?: string;
   labelSelector?: string;
   pageSize?: number;
-  /** Server-side watch timeout; the server ends the watch and we resume. Default 240–360 s, randomized. */
+  /**
+   * Server-side watch timeout; the server ends the watch and we resume. Default 1800–3600 s,
+   * randomized, as kube-apiserver picks for a watch without one (--min-request-timeout 1800): a
+   * resumed watch is a request, and thousands of watches resuming every few minutes were a cost
+   * per watch at rest. A half-open HTTP/2 connection is found by the transport's PINGs (transport.ts).
+   */
   watchTimeoutSeconds?: number;
   /** A watch with no event or bookmark for this long is cut and resumed. Default timeout + 60 s. */
   silenceMs?: number;
@@ -156,7 +161,7 @@ export class Reflector {
   }
 
   private watchOnce(): Promise<WatchEnd> {
-    const timeoutSeconds = this.opts.watchTimeoutSeconds ?? 240 + Math.floor(Math.random() * 120);
+    const timeoutSeconds = this.opts.watchTimeoutSeconds ?? 1800 + Math.floor(Math.random() * 1800);
     const silenceMs = this.opts.silenceMs ?? (timeoutSeconds + 60) * 1000;
     return new Promise<WatchEnd>((resolve) => {
       let ended = false;
@@ -164,13 +169,21 @@ export class Reflector {
       let chain: Promise<void> = Promise.resolve();
       let lastActivity = Date.now();
       let controller: AbortController | undefined;
-      const dog = setInterval(() => {
-        if (Date.now() - lastActivity > silenceMs) finish({ kind: 'error', error: new SourceError('Unreachable', `the watch of ${this.path} stayed silent for ${silenceMs} ms`) });
-      }, Math.min(silenceMs, 5_000));
+      // One timer per watch that fires only when the watch may have been silent for silenceMs
+      // (re-armed for the rest when something came meanwhile): nothing periodic per watch at rest.
+      let dog: NodeJS.Timeout | undefined;
+      const arm = (ms: number) => {
+        dog = setTimeout(() => {
+          const quietFor = Date.now() - lastActivity;
+          if (quietFor >= silenceMs) finish({ kind: 'error', error: new SourceError('Unreachable', `the watch of ${this.path} stayed silent for ${silenceMs} ms`) });
+          else arm(silenceMs - quietFor);
+        }, ms);
+      };
+      arm(silenceMs);
       const finish = (end: WatchEnd) => {
         if (ended) return;
         ended = true;
-        clearInterval(dog);
+        clearTimeout(dog);
         controller?.abort();
         // Resolve after the queued handlers ran, so the RV the loop resumes from is final.
         void chain.then(() => resolve(failed && end.kind !== 'error' ? { kind: 'error', error: new SourceError('Failed', 'a change could not be recorded') } : end));

@@ -38,6 +38,17 @@ export interface Subscription {
 
 const objectKey = (o: KubeObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
+/**
+ * The object without metadata.managedFields, as cached and delivered: no subscriber reads them (the
+ * mirror's sanitizer drops them, src/controllers/mirror/sanitize.ts), and in a small object they
+ * are often the largest part, held once per object of every watched namespace.
+ */
+function withoutManagedFields(o: KubeObject): KubeObject {
+  if (!o.metadata?.managedFields) return o;
+  const { managedFields: _dropped, ...metadata } = o.metadata;
+  return { ...o, metadata };
+}
+
 export class SharedWatch {
   private readonly reflector: Reflector;
   /** Subscribers that get deliveries (their initial list done or pending in order). */
@@ -62,8 +73,8 @@ export class SharedWatch {
       client,
       type,
       {
-        replace: (items, rv) => this.inOrder(() => this.replace(items, rv)),
-        event: (t, obj) => this.inOrder(() => this.event(t, obj)),
+        replace: (items, rv) => this.inOrder(() => this.replace(items.map(withoutManagedFields), rv)),
+        event: (t, obj) => this.inOrder(() => this.event(t, withoutManagedFields(obj))),
         state: (s) => {
           this.state = s;
           for (const sub of this.subscribers) safeState(sub, s);

@@ -40,6 +40,12 @@ const MAX_STREAM_LIMIT = 1000;
 const SESSION_IDLE_MS = 30_000;
 /** After a request timed out, the session must answer a PING within this long or it is destroyed. */
 const PING_TIMEOUT_MS = 10_000;
+/**
+ * A session carrying streams (watches) is PINGed this often, so a half-open connection is found
+ * per connection rather than by each watch's own silence deadline (reflector.ts): that lets the
+ * watches run for 30-60 min, as kube-apiserver's own watch timeouts do, without a timer per watch.
+ */
+const KEEPALIVE_PING_MS = 30_000;
 /** TCP, TLS and the server's first SETTINGS frame must arrive within this long (client-go dials with 30 s). */
 const CONNECT_TIMEOUT_MS = 30_000;
 
@@ -88,6 +94,7 @@ interface Session {
   limit: number;
   dead: boolean;
   idleTimer?: NodeJS.Timeout;
+  keepalive?: NodeJS.Timeout;
 }
 
 export class Transport {
@@ -125,19 +132,21 @@ export class Transport {
 
   /** A request on this transport timed out: a session that does not answer a PING is half-open and goes. */
   suspect(): void {
-    for (const s of this.sessions) {
-      if (s.dead) continue;
-      const timer = setTimeout(() => this.drop(s, true), PING_TIMEOUT_MS);
-      timer.unref();
-      try {
-        s.session.ping((err) => {
-          clearTimeout(timer);
-          if (err) this.drop(s, true);
-        });
-      } catch {
+    for (const s of this.sessions) if (!s.dead) this.ping(s);
+  }
+
+  /** A session that does not answer a PING within PING_TIMEOUT_MS is destroyed (its streams end and reconnect). */
+  private ping(s: Session): void {
+    const timer = setTimeout(() => this.drop(s, true), PING_TIMEOUT_MS);
+    timer.unref();
+    try {
+      s.session.ping((err) => {
         clearTimeout(timer);
-        this.drop(s, true);
-      }
+        if (err) this.drop(s, true);
+      });
+    } catch {
+      clearTimeout(timer);
+      this.drop(s, true);
     }
   }
 
@@ -151,6 +160,7 @@ export class Transport {
   private drop(s: Session, destroy: boolean): void {
     s.dead = true;
     clearTimeout(s.idleTimer);
+    clearInterval(s.keepalive);
     const i = this.sessions.indexOf(s);
     if (i >= 0) this.sessions.splice(i, 1);
     if (destroy) s.session.destroy();
@@ -235,6 +245,8 @@ export class Transport {
   /** No streams: unref (an idle source connection keeps no process alive) and close after a while. */
   private idle(s: Session): void {
     s.session.unref();
+    clearInterval(s.keepalive);
+    s.keepalive = undefined;
     clearTimeout(s.idleTimer);
     s.idleTimer = setTimeout(() => {
       if (s.active === 0) this.drop(s, false);
@@ -253,6 +265,8 @@ export class Transport {
     if (s.active++ === 0) {
       clearTimeout(s.idleTimer);
       s.session.ref();
+      s.keepalive = setInterval(() => !s.dead && this.ping(s), KEEPALIVE_PING_MS);
+      s.keepalive.unref();
     }
     stream.once('close', () => {
       if (--s.active === 0 && !s.dead) this.idle(s);

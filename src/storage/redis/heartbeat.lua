@@ -1,32 +1,43 @@
--- One replica's heartbeat, against Redis server time: keep the member in the live set until
--- now + ttl (or remove it on leave), drop members whose heartbeat expired, and extend every lease
--- the member holds with its token. Renewal follows the rule of lease.lua's 'renew' (and
--- src/storage/lease.ts leaseRenew): holder and token must still match, even just expired.
--- KEYS: 1 members sorted set (score: expiry ms), 2.. lease hashes.
--- ARGV: 1 member, 2 ttl ms, 3 '1' to leave, 4.. the fencing token of KEYS[2..] in order.
--- Returns {members (sorted), renewed flags (1/0 per lease)}.
+-- One replica's heartbeat, against Redis server time: drop members whose heartbeat expired (with
+-- their epochs), then keep the member in the live set until now + ttl (or remove it on leave).
+-- A member that was not live gets a new epoch: the membership leases it held before (lease.lua,
+-- which names the epoch) stay dead. No lease is touched: a membership lease lives exactly as long
+-- as its holder's membership, so the cost is the same for one lease or ten thousand.
+-- Same rules as src/storage/lease.ts heartbeatMembers.
+-- KEYS: 1 members sorted set (score: expiry ms), 2 member epochs hash, 3 epoch counter.
+-- ARGV: 1 member, 2 ttl ms, 3 '1' to leave, 4 '1' when the member takes a share.
+-- Returns {members that take a share (sorted), this member's epoch (0 after leave)}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local member = ARGV[1]
-local exp = now + tonumber(ARGV[2])
 
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #dead > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dead))
+  redis.call('HDEL', KEYS[2], unpack(dead))
+end
+
+local epoch = 0
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], member)
+  redis.call('HDEL', KEYS[2], member)
 else
-  redis.call('ZADD', KEYS[1], exp, member)
-end
-local live = redis.call('ZRANGE', KEYS[1], 0, -1)
-table.sort(live)
-
-local renewed = {}
-for i = 2, #KEYS do
-  local h = redis.call('HMGET', KEYS[i], 'holder', 'token')
-  if h[1] and h[1] ~= '' and h[1] == member and tonumber(h[2] or '0') == tonumber(ARGV[i + 2]) then
-    redis.call('HSET', KEYS[i], 'expiresAt', exp)
-    renewed[i - 1] = 1
+  local cur = redis.call('HGET', KEYS[2], member)
+  if cur then
+    epoch = tonumber(string.match(cur, '^%d+'))
   else
-    renewed[i - 1] = 0
+    epoch = redis.call('INCR', KEYS[3])
   end
+  local value = tostring(epoch)
+  if ARGV[4] ~= '1' then value = value .. ':observer' end
+  if cur ~= value then redis.call('HSET', KEYS[2], member, value) end
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), member)
 end
-return {live, renewed}
+
+local all = redis.call('HGETALL', KEYS[2])
+local live = {}
+for i = 1, #all, 2 do
+  if not string.find(all[i + 1], ':', 1, true) then live[#live + 1] = all[i] end
+end
+table.sort(live)
+return {live, epoch}

@@ -231,9 +231,10 @@ class RedisStore implements Store {
     return cache.has(id) ? cache.resource(id).oldestRV : 0;
   }
 
-  private async lease(op: string, name: string, holder: string, token: number, ttlMs: number): Promise<[number, number?, number?]> {
+  private async lease(op: string, name: string, holder: string, token: number, ttlMs: number, epoch = ''): Promise<[number, number?, number?]> {
+    const keys = [this.keys.lease(name), this.keys.members(), this.keys.memberEpochs()];
     try {
-      return (await this.script(leaseScript, [this.keys.lease(name)], [op, holder, token, Math.ceil(ttlMs)], (x) => op !== 'check' && (x as number[])[0] === 1)) as [number, number?, number?];
+      return (await this.script(leaseScript, keys, [op, holder, token, Math.ceil(ttlMs), epoch], (x) => op !== 'check' && (x as number[])[0] === 1)) as [number, number?, number?];
     } catch (err) {
       throw this.unavailable(err);
     }
@@ -242,6 +243,12 @@ class RedisStore implements Store {
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<Lease | null> {
     const r = await this.lease('acquire', name, holder, 0, ttlMs);
     return r[0] === 1 ? { name, holder, token: Number(r[1]), expiresAt: Number(r[2]) } : null;
+  }
+
+  async acquireMemberLease(name: string, holder: string, epoch: number): Promise<Lease | null> {
+    if (!(epoch > 0)) return null;
+    const r = await this.lease('acquire', name, holder, 0, 0, String(epoch));
+    return r[0] === 1 ? { name, holder, token: Number(r[1]), expiresAt: 0 } : null;
   }
 
   async renewLease(name: string, holder: string, token: number, ttlMs: number): Promise<boolean> {
@@ -257,12 +264,12 @@ class RedisStore implements Store {
   }
 
   async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
-    const keys = [this.keys.members(), ...hb.leases.map((l) => this.keys.lease(l.name))];
-    const args = [hb.member, Math.ceil(hb.ttlMs), hb.leave ? '1' : '0', ...hb.leases.map((l) => l.token)];
+    const keys = [this.keys.members(), this.keys.memberEpochs(), this.keys.memberEpochCounter()];
+    const args = [hb.member, Math.ceil(hb.ttlMs), hb.leave ? '1' : '0', hb.share === false ? '0' : '1'];
     try {
       // Like a renewal (lease()): under waitReplicas, an extension no replica has is not trusted.
-      const [members, renewed] = (await this.script(heartbeatScript, keys, args, () => true)) as [string[], number[]];
-      return { members, renewed: renewed.map((r) => Number(r) === 1) };
+      const [members, epoch] = (await this.script(heartbeatScript, keys, args, () => true)) as [string[], number];
+      return { members, epoch: Number(epoch) };
     } catch (err) {
       throw this.unavailable(err);
     }
