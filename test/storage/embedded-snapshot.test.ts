@@ -13,13 +13,13 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEmbeddedStore } from '../../src/storage/embedded.js';
-import { CM, cm, key } from './contract.js';
-import { waitMs, withDeadline } from '../support/deadline.js';
+import { CM, key } from './contract.js';
+import { withDeadline } from '../support/deadline.js';
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'store-snapshot-'));
