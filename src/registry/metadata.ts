@@ -1,6 +1,10 @@
-// Server-owned metadata: uid, timestamps, generated names, generation. managedFields live in apply/.
+// Server-owned metadata: uid, timestamps, generated names, generation, the kcp cluster annotation,
+// resourceVersion parsing. managedFields live in apply/.
 import { randomInt, randomUUID } from 'node:crypto';
+import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
+import { DEFAULT_CLUSTER } from '../storage/types.js';
+import type { RequestContext } from './context.js';
 
 /** RFC 3339, UTC, seconds precision, as Kubernetes serializes metav1.Time. */
 export function nowTimestamp(): string {
@@ -47,4 +51,39 @@ export function specChanged(a: KubeObject, b: KubeObject, statusFields: readonly
     return rest;
   };
   return !deepEqual(strip(a), strip(b));
+}
+
+/**
+ * Objects of a kcp logical cluster carry `kcp.io/cluster: <name>` in every response, as kcp's own
+ * objects do; wildcard clients key their caches on it. The server owns the annotation.
+ */
+export function stampCluster(ctx: RequestContext, obj: KubeObject): void {
+  if (ctx.cluster === DEFAULT_CLUSTER) {
+    // No client may claim a logical cluster: in the default cluster the annotation is dropped.
+    const annotations = obj.metadata.annotations;
+    if (annotations && KCP_CLUSTER_ANNOTATION in annotations) {
+      const { [KCP_CLUSTER_ANNOTATION]: _claimed, ...rest } = annotations;
+      if (Object.keys(rest).length === 0) delete obj.metadata.annotations;
+      else obj.metadata.annotations = rest;
+    }
+    return;
+  }
+  obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
+}
+
+export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
+
+/** Empty labels/annotations are dropped, as Go's omitempty does: a patch removing the last label leaves none, not `{}`. */
+export function dropEmptyMaps(meta: KubeObject['metadata']): void {
+  for (const k of ['labels', 'annotations'] as const) {
+    const v = meta[k];
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0) delete meta[k];
+  }
+}
+
+export function parseRV(rv: string): number {
+  if (!/^\d{1,15}$/.test(rv)) {
+    throw status.badRequest(`invalid resourceVersion "${rv}": must be a decimal number`);
+  }
+  return Number(rv);
 }

@@ -9,14 +9,15 @@ import { finalizerErrors, newFinalizersError, validateObjectMeta } from '../api/
 import { type FieldError, invalidValue } from '../api/field-errors.js';
 import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
-import { DEFAULT_CLUSTER, type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
-import { clone, generateName, newUID, nowTimestamp, specChanged } from './metadata.js';
+import { type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
+import { clone, dropEmptyMaps, generateName, newUID, nowTimestamp, parseRV, specChanged, stampCluster } from './metadata.js';
 import { FieldManager, sameIgnoringManagedTimesWork } from './apply/field-manager.js';
 import { listTypeErrorsWork } from './apply/list-rules.js';
 import { breathe, cloneInSlices, inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
+import { statusOfStorageError } from './storage-errors.js';
 
 export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 
@@ -406,57 +407,7 @@ export class Registry {
       return await fn();
     } catch (e) {
       if (!(e instanceof StorageError)) throw e;
-      switch (e.code) {
-        case 'NotFound':
-          throw status.notFound(this.gr, name);
-        case 'AlreadyExists':
-          throw status.alreadyExists(this.gr, name);
-        case 'Conflict':
-          throw status.conflict(this.gr, name, status.OBJECT_MODIFIED);
-        case 'Expired':
-          throw status.gone(e.message);
-        case 'Timeout': {
-          const tooLarge = /^Too large resource version: (\d+), current: (\d+)$/.exec(e.message);
-          throw tooLarge ? status.tooLargeResourceVersion(tooLarge[1]!, tooLarge[2]!) : status.timeout(e.message);
-        }
-        case 'Unavailable':
-          throw status.serviceUnavailable(`storage is unavailable: ${e.message}`, 1);
-      }
+      throw statusOfStorageError(this.gr, name, e);
     }
   }
-}
-
-/**
- * Objects of a kcp logical cluster carry `kcp.io/cluster: <name>` in every response, as kcp's own
- * objects do; wildcard clients key their caches on it. The server owns the annotation.
- */
-function stampCluster(ctx: RequestContext, obj: KubeObject): void {
-  if (ctx.cluster === DEFAULT_CLUSTER) {
-    // No client may claim a logical cluster: in the default cluster the annotation is dropped.
-    const annotations = obj.metadata.annotations;
-    if (annotations && KCP_CLUSTER_ANNOTATION in annotations) {
-      const { [KCP_CLUSTER_ANNOTATION]: _claimed, ...rest } = annotations;
-      if (Object.keys(rest).length === 0) delete obj.metadata.annotations;
-      else obj.metadata.annotations = rest;
-    }
-    return;
-  }
-  obj.metadata.annotations = { ...(obj.metadata.annotations ?? {}), [KCP_CLUSTER_ANNOTATION]: ctx.cluster };
-}
-
-export const KCP_CLUSTER_ANNOTATION = 'kcp.io/cluster';
-
-/** Empty labels/annotations are dropped, as Go's omitempty does: a patch removing the last label leaves none, not `{}`. */
-function dropEmptyMaps(meta: KubeObject['metadata']): void {
-  for (const k of ['labels', 'annotations'] as const) {
-    const v = meta[k];
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0) delete meta[k];
-  }
-}
-
-export function parseRV(rv: string): number {
-  if (!/^\d{1,15}$/.test(rv)) {
-    throw status.badRequest(`invalid resourceVersion "${rv}": must be a decimal number`);
-  }
-  return Number(rv);
 }
