@@ -20,7 +20,7 @@ const q = (over: Partial<FactQuery>): FactQuery => ({
 
 test('embedded: facts survive a restart of the server on the same data directory', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'audit-embedded-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 })); // retried: a background snapshot may still be writing (src/storage/durable-log.ts)
   let srv = await startAuditServer(undefined, [], { dataDir });
   assert.equal((await srv.post('/audit-webhook', eventList([auditEvent({ uid: 'e-1', responseRV: '21', user: 'alice' })]))).status, 200);
   await srv.kill(); // a crash: no shutdown, nothing flushed on the way out
@@ -53,7 +53,7 @@ test('redis: facts outlive the server that took them; two servers write one fact
 
 test('facts expire after --audit-fact-ttl, and a restart does not bring them back', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'audit-ttl-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 })); // retried: a background snapshot may still be writing (src/storage/durable-log.ts)
   const srv = await startAuditServer(undefined, ['--audit-fact-ttl=2s'], { dataDir });
   const posted = Date.now();
   assert.equal((await srv.post('/audit-webhook', eventList([auditEvent({ uid: 'ttl-1', responseRV: '41' })]))).status, 200);

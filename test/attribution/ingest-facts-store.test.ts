@@ -47,10 +47,14 @@ const embedded: Backend = {
   name: 'embedded',
   async open(t, o = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'facts-'));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
     // Snapshots every 2 log records: restarts read snapshots as well as log lines.
     let store = await createEmbeddedStore({ dataDir: dir, snapshotEvery: 2 });
-    t.after(() => store.close());
+    // Close first, then remove: snapshots are written in the background (src/storage/durable-log.ts),
+    // so removing the directory under an open store races with the file a snapshot is writing.
+    t.after(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
     return {
       facts: new StoreFacts({ store, ttlMs: o.ttlMs }),
       store,

@@ -12,6 +12,7 @@ import { ns, startServer, type StartedServer } from '../support/server.js';
 import { until } from '../support/deadline.js';
 import { gitServer } from '../controllers/harness.js';
 import { commits, git, ok, startSandbox } from './harness.js';
+import { replicaMetrics } from './shards-support.js';
 
 const IDLE = 1;
 // The bound is 15 s + idleSeconds (docs/architecture.md, replicas). The extra 4 s covers this 2-core machine shared by several
@@ -47,6 +48,10 @@ test('two replicas on one Redis: only the lease holder mirrors; SIGKILL it and t
   t.after(() => a.stop());
   const b = await startServer(args);
   t.after(() => b.stop());
+  // Both replicas in each other's member set first: a GitTarget created while only one of them
+  // has joined is handed over when the other joins (rendezvous hashing, src/controllers/runtime/
+  // shards.ts; test/mirror/shards.test.ts covers that handover), and this test is about the crash.
+  await until(async () => (await replicaMetrics(a)).live === 2 && (await replicaMetrics(b)).live === 2, 'both replicas see two live members', 30_000, 100);
 
   const created = await a.request('POST', ns('default'), {
     body: {

@@ -9,7 +9,7 @@ import { CM, GT, Collector, cm, key, rvOf, runStoreContract, type FixtureOptions
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'store-embedded-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  t.after(() => rm(dir, { recursive: true, force: true, maxRetries: 5 })); // retried: a background snapshot may still be writing (src/storage/durable-log.ts)
   return dir;
 }
 
