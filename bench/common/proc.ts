@@ -33,57 +33,72 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Spawns `cmd args` (under `taskset` when children are pinned), tracked so `cleanup` stops it;
+ * `onOutput` sees everything it prints so far (capped). Stop: SIGTERM, then SIGKILL after 10 s.
+ */
+export function spawnChild(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; onOutput?: (out: string) => void } = {}): Child {
+  // taskset execs the command, so the child's pid is the command's own.
+  const [file, argv] = childCpus ? ['taskset', ['-c', childCpus, cmd, ...args]] : [cmd, args];
+  const proc = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
+  let out = '';
+  const child: Child = {
+    proc,
+    pid: proc.pid!,
+    output: () => out,
+    stop: () =>
+      new Promise<void>((res) => {
+        children.delete(child);
+        if (proc.exitCode !== null || proc.signalCode !== null) return res();
+        const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        proc.once('exit', () => {
+          clearTimeout(t);
+          res();
+        });
+        proc.kill('SIGTERM');
+      }),
+  };
+  const onData = (b: Buffer): void => {
+    out = (out + b.toString()).slice(-20_000);
+    opts.onOutput?.(out);
+  };
+  proc.stdout!.on('data', onData);
+  proc.stderr!.on('data', onData);
+  proc.once('exit', () => children.delete(child));
+  children.add(child);
+  return child;
+}
+
 /** Spawns `cmd args` and resolves once its stdout or stderr matches `ready`. */
 export function startChild(name: string, cmd: string, args: string[], ready: RegExp, timeoutMs = 30_000): Promise<Child> {
   return new Promise((resolve, reject) => {
-    // taskset execs the command, so the child's pid is the command's own.
-    const proc = childCpus ? spawn('taskset', ['-c', childCpus, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
     let done = false;
-    const child: Child = {
-      proc,
-      pid: proc.pid!,
-      output: () => out,
-      stop: () =>
-        new Promise<void>((res) => {
-          children.delete(child);
-          if (proc.exitCode !== null || proc.signalCode !== null) return res();
-          const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-          proc.once('exit', () => {
-            clearTimeout(t);
-            res();
-          });
-          proc.kill('SIGTERM');
-        }),
-    };
-    const onData = (b: Buffer): void => {
-      out = (out + b.toString()).slice(-20_000);
-      if (!done && ready.test(out)) {
-        done = true;
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', onData);
+    const child = spawnChild(cmd, args, {
+      onOutput: (out) => {
+        if (!done && ready.test(out)) {
+          done = true;
+          clearTimeout(timer);
+          resolve(child);
+        }
+      },
+    });
+    const { proc } = child;
     proc.once('error', (e) => {
       if (!done) reject(e);
     });
     proc.once('exit', (code, sig) => {
-      children.delete(child);
       if (!done) {
         done = true;
         clearTimeout(timer);
-        reject(new Error(`${name} exited (${code ?? sig}) before it was ready:\n${out}`));
+        reject(new Error(`${name} exited (${code ?? sig}) before it was ready:\n${child.output()}`));
       }
     });
     const timer = setTimeout(() => {
       if (done) return;
       done = true;
       proc.kill('SIGKILL');
-      reject(new Error(`${name} not ready after ${timeoutMs} ms:\n${out}`));
+      reject(new Error(`${name} not ready after ${timeoutMs} ms:\n${child.output()}`));
     }, timeoutMs);
-    children.add(child);
   });
 }
 

@@ -19,12 +19,11 @@
 // The peer's figures are not measured here (building and running the Go operator needs its CRDs,
 // webhooks and a control plane): they are the outside run's, recorded in PEER below, and each row
 // states its ratio against them.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentFor, fmt, request, type Target } from '../common/load.js';
-import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
+import { cleanup, freePort, rssMiB, spawnChild, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { processCpuMs } from '../common/cpu.js';
 import { beginRun, machineFacts, REPO_ROOT } from '../common/results.js';
 import { pool, GV } from '../scale/tenants.js';
@@ -86,29 +85,14 @@ interface Start {
 /** Spawns the server and polls /readyz, then a GET of GitTargets, every 10 ms. */
 async function spawnTimed(args: string[]): Promise<{ child: Child; start: Start; t: Target }> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [...nodeArgs(), MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...imageEnv() } });
-  let out = '';
-  const onData = (c: Buffer) => (out = (out + c.toString()).slice(-20_000));
-  proc.stdout!.on('data', onData);
-  proc.stderr!.on('data', onData);
-  const child: Child = {
-    proc,
-    pid: proc.pid!,
-    output: () => out,
-    stop: () =>
-      new Promise<void>((res) => {
-        if (proc.exitCode !== null || proc.signalCode !== null) return res();
-        const k = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-        proc.once('exit', () => (clearTimeout(k), res()));
-        proc.kill('SIGTERM');
-      }),
-  };
+  const child = spawnChild(process.execPath, [...nodeArgs(), MAIN, ...args], { env: { ...process.env, ...imageEnv() } });
+  const { proc } = child;
   const certDir = args[args.indexOf('--cert-dir') + 1]!;
   const port = Number(args[args.indexOf('--secure-port') + 1]);
   let t: Target | undefined;
   const until = async (path: string) => {
     for (;;) {
-      if (performance.now() - t0 > 60_000 || proc.exitCode !== null) throw new Error(`server not answering ${path}:\n${out.slice(-3000)}`);
+      if (performance.now() - t0 > 60_000 || proc.exitCode !== null) throw new Error(`server not answering ${path}:\n${child.output().slice(-3000)}`);
       // The dev PKI is written by the first start; read it once it is there.
       try {
         t ??= { host: '127.0.0.1', port, tls: tls(certDir) };
