@@ -57,6 +57,13 @@ interface Running {
   report?: MirrorReport;
 }
 
+/**
+ * GitTargets reconciled at once. A reconcile mostly waits (the lease, discovery, the status write's
+ * store round trips); one at a time, a thousand new GitTargets queued behind each other's round
+ * trips (bench/scale). One key still runs once at a time (runtime/queue.ts).
+ */
+export const MIRROR_CONCURRENCY = 32;
+
 /** This controller's claim on a GitTarget's lease (shared with the windows controller). */
 const CLAIMANT = 'mirror';
 
@@ -288,7 +295,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     return usesSecret(spec) ? { requeueAfterMs: recheckMs } : undefined;
   };
 
-  const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  const queue = new WorkQueue(reconcile, { name: 'mirror', concurrency: MIRROR_CONCURRENCY, log });
   deps.authority?.onChange((key) => queue.add(key));
   informer.on({
     upsert: (o) => {

@@ -16,7 +16,10 @@ import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink
 export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOutcome) => void;
 
 export class StoreWindowSink implements WindowSink {
+  /** Listeners of every landing on this replica. */
   private readonly listeners = new Set<SnapshotListener>();
+  /** Listeners of one target (by uid): found without looking at the others (a mirror each, thousands waiting at once). */
+  private readonly byTarget = new Map<string, Set<SnapshotListener>>();
   readonly chunks: WindowChunks;
 
   constructor(
@@ -98,19 +101,41 @@ export class StoreWindowSink implements WindowSink {
     return outcome;
   }
 
-  onSnapshotLanded(listener: SnapshotListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  onSnapshotLanded(listener: SnapshotListener, uid?: string): () => void {
+    if (uid === undefined) {
+      this.listeners.add(listener);
+      return () => this.listeners.delete(listener);
+    }
+    let set = this.byTarget.get(uid);
+    if (!set) this.byTarget.set(uid, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.byTarget.get(uid) === set) this.byTarget.delete(uid);
+    };
   }
 
   /** Called by the windows controller when a snapshot window was committed. */
   notifySnapshot(target: TargetKey, id: string, outcome: WindowOutcome): void {
-    for (const l of this.listeners) {
-      try {
-        l(target, id, outcome);
-      } catch (e) {
-        this.log?.error('snapshot listener threw', { error: (e as Error).message });
-      }
+    for (const l of [...this.listeners, ...(this.byTarget.get(target.uid) ?? [])]) this.call(l, target, id, outcome);
+  }
+
+  /**
+   * A window record as the windows informer saw it (written by this replica or another): the
+   * snapshot outcomes it holds reach the listeners of its target, so a mirror learns of a landing
+   * without reading the record itself (controllers/mirror/target.ts).
+   */
+  observeRecord(rec: WindowRecord): void {
+    const set = rec.target?.uid === undefined ? undefined : this.byTarget.get(rec.target.uid);
+    if (!set || !Array.isArray(rec.snapshots)) return;
+    for (const { id, ...outcome } of rec.snapshots) for (const l of [...set]) this.call(l, rec.target, id, outcome);
+  }
+
+  private call(l: SnapshotListener, target: TargetKey, id: string, outcome: WindowOutcome): void {
+    try {
+      l(target, id, outcome);
+    } catch (e) {
+      this.log?.error('snapshot listener threw', { error: (e as Error).message });
     }
   }
 }
