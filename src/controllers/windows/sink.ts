@@ -13,6 +13,9 @@ import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
 import { reconcile } from './reconcile.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';
 
+/** The longest a landing being recorded keeps its record's event from the mirror (holdObserved). */
+const HOLD_MS = 10_000;
+
 export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOutcome) => void;
 
 export class StoreWindowSink implements WindowSink {
@@ -20,6 +23,8 @@ export class StoreWindowSink implements WindowSink {
   private readonly listeners = new Set<SnapshotListener>();
   /** Listeners of one target (by uid): found without looking at the others (a mirror each, thousands waiting at once). */
   private readonly byTarget = new Map<string, Set<SnapshotListener>>();
+  /** Targets whose landing this replica is recording (holdObserved): the record it skipped meanwhile. */
+  private readonly held = new Map<string, { timer: NodeJS.Timeout; skipped?: WindowRecord }>();
   readonly chunks: WindowChunks;
 
   constructor(
@@ -115,8 +120,32 @@ export class StoreWindowSink implements WindowSink {
     };
   }
 
+  /**
+   * The windows controller is recording a landing of this target and will notifySnapshot after
+   * its status write: until then, observeRecord keeps the target's records from its listeners (the
+   * mirror would write Synced beside that status write, and one of the two compare-and-swaps fail).
+   * A hold that is not released within HOLD_MS (a step after the record failed) delivers the record it kept.
+   */
+  holdObserved(uid: string): void {
+    const prev = this.held.get(uid);
+    if (prev) clearTimeout(prev.timer);
+    const h: { timer: NodeJS.Timeout; skipped?: WindowRecord } = {
+      timer: setTimeout(() => {
+        if (this.held.get(uid) !== h) return;
+        this.held.delete(uid);
+        if (h.skipped) this.observeRecord(h.skipped);
+      }, HOLD_MS),
+    };
+    this.held.set(uid, h);
+  }
+
   /** Called by the windows controller when a snapshot window was committed. */
   notifySnapshot(target: TargetKey, id: string, outcome: WindowOutcome): void {
+    const h = this.held.get(target.uid);
+    if (h) {
+      clearTimeout(h.timer);
+      this.held.delete(target.uid);
+    }
     for (const l of [...this.listeners, ...(this.byTarget.get(target.uid) ?? [])]) this.call(l, target, id, outcome);
   }
 
@@ -128,6 +157,11 @@ export class StoreWindowSink implements WindowSink {
   observeRecord(rec: WindowRecord): void {
     const set = rec.target?.uid === undefined ? undefined : this.byTarget.get(rec.target.uid);
     if (!set || !Array.isArray(rec.snapshots)) return;
+    const h = this.held.get(rec.target.uid);
+    if (h) {
+      h.skipped = rec;
+      return;
+    }
     for (const { id, ...outcome } of rec.snapshots) for (const l of [...set]) this.call(l, rec.target, id, outcome);
   }
 
