@@ -30,7 +30,7 @@ export interface EditTimes {
 
 /** The stages, in path order: name → what it spans. */
 export const STAGES: Array<[string, string, (m: Milestones, e: EditTimes, idleMs: number) => number]> = [
-  ['PATCH sent → answered', 'the API write, its fact, and any wait for one of the bench\'s 16 connections', (_m, e) => e.answeredAt - e.sentAt],
+  ['PATCH sent → answered', 'the API write and its fact (64 connections for the edits)', (_m, e) => e.answeredAt - e.sentAt],
   ['PATCH answered → change in a window', 'the source watch event, the mirror\'s fact lookup and record CAS', (m, e) => m.opened - e.answeredAt],
   ['idle timer → window closed', 'last change + idleSeconds → the close was written (requeue timer, windows queue)', (m, _e, idle) => m.closed - (m.lastChange + idle)],
   ['closed → engine called', 'lease check, credentials', (m) => m.engine - m.closed],
