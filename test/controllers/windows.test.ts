@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneAndCheck, git } from '../git/git-cli.js';
 import { ManualClock } from '../support/clock.js';
-import { WindowRecords, recordSnapshot } from '../../src/controllers/windows/record.js';
+import { WindowRecords, emptyRecord, recordSnapshot } from '../../src/controllers/windows/record.js';
+import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
 import { COMMITTER, GT, configMap, createGitSecret, createGitTarget, gitServer, startHarness, tempDir, waitFor } from './harness.js';
 
 const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
@@ -158,4 +159,22 @@ test('a snapshot outcome recorded by another replica reaches the listeners of it
   assert.deepEqual(others, []);
   // Listeners of every landing hear only this replica's own (commit.ts notifySnapshot), as before.
   assert.deepEqual(all, []);
+});
+
+test('while this replica records a landing, the record\'s event reaches the target\'s listeners only through notifySnapshot, after the status write', { timeout: 30_000 }, async (t) => {
+  const h = await startHarness(t, { dataDir: tempDir(t, 'windows-hold-') });
+  const sink = new StoreWindowSink(new WindowRecords(h.store), () => undefined);
+  const key = { cluster: '_', namespace: 'team-a', name: 'held', uid: 'uid-held' };
+  const heard: string[] = [];
+  sink.onSnapshotLanded((_t, id, o) => heard.push(`${id}:${o.outcome}`), key.uid);
+  const rec = emptyRecord(key);
+  recordSnapshot(rec, 's1', { outcome: 'Committed', sha: 'c'.repeat(40), time: '2026-12-01T00:00:00Z' });
+  sink.holdObserved(key.uid);
+  sink.observeRecord(rec);
+  assert.deepEqual(heard, []);
+  sink.notifySnapshot(key, 's1', { outcome: 'Committed', sha: 'c'.repeat(40), time: '2026-12-01T00:00:00Z' });
+  assert.deepEqual(heard, ['s1:Committed']);
+  // Released by the notice: the next record event is delivered again (the mirror filters by id).
+  sink.observeRecord(rec);
+  assert.deepEqual(heard, ['s1:Committed', 's1:Committed']);
 });

@@ -136,6 +136,7 @@ export class StoreWindowSink implements WindowSink {
         if (h.skipped) this.observeRecord(h.skipped);
       }, HOLD_MS),
     };
+    h.timer.unref();
     this.held.set(uid, h);
   }
 
