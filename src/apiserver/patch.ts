@@ -10,6 +10,7 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import * as status from '../api/status.js';
 import { type Work, YIELD_MASK, finish, inSlices } from '../registry/apply/work.js';
+import { nextTurn } from '../registry/apply/turns.js';
 
 const { applyOperation, JsonPatchError, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
@@ -202,7 +203,7 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
   for (let index = 0; index < ops.length; index++) {
     const op = ops[index]!;
     if (performance.now() - slice > YIELD_AFTER_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       slice = performance.now();
     }
     if (op.op === 'move' && op.path.startsWith(`${op.from}/`)) {
