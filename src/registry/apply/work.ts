@@ -4,6 +4,8 @@
 // handing the loop to other requests in between (as src/apiserver/patch.ts does between JSON-patch
 // operations), and `finish` runs one to the end at once for callers whose input is small.
 
+import { nextTurn } from './turns.js';
+
 /** Work that yields (nothing) now and then and returns a T. */
 export type Work<T> = Generator<undefined, T, undefined>;
 
@@ -24,7 +26,8 @@ export async function inSlices<T>(w: Work<T>, sliceMs = SLICE_MS): Promise<T> {
   let r = w.next();
   while (!r.done) {
     if (performance.now() - started > sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // After a whole slice, wait for this work's turn (turns.ts): one heavy slice per turn.
+      await nextTurn();
       started = performance.now();
     }
     r = w.next();
