@@ -26,14 +26,21 @@ async function remoteLog(url: string, branch = 'main'): Promise<string[]> {
 test('Auto: changes within idleSeconds become one commit; latest write per object wins, first-seen order kept', { timeout: 60_000 }, async (t) => {
   const dir = tempDir(t, 'windows-auto-');
   const remote = await gitServer(t);
-  const h = await startHarness(t, { dataDir: dir });
+  // The windows run on a ManualClock: the three changes are "within idleSeconds" by construction,
+  // however long a loaded machine takes between them (on the wall clock, a second between two
+  // store writes at load ~18 split them into two windows).
+  const clock = new ManualClock(Date.now());
+  const h = await startHarness(t, { dataDir: dir, clock });
   await createGitSecret(h.store, remote);
   const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 1 });
   const sink = h.running.sink!;
   await sink.add(key, [configMap('a', { v: '1' })]);
+  clock.advance(400);
   await sink.add(key, [configMap('b', { v: '1' })]);
+  clock.advance(400);
   await sink.add(key, [configMap('a', { v: '2' })]);
   const gt = await waitFor('lastCommit', async () => {
+    clock.advance(250);
     const o = await h.store.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
     return (o?.status as { lastCommit?: { sha: string } })?.lastCommit ? o : undefined;
   });
