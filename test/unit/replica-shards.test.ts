@@ -11,6 +11,7 @@ import { parseDuration } from '../../src/auth/index.js';
 import { createStore } from '../../src/storage/index.js';
 import type { Store } from '../../src/storage/types.js';
 import { until } from '../support/deadline.js';
+import { ManualClock } from '../support/clock.js';
 
 const names = Array.from({ length: 3000 }, (_, i) => `gittarget/_/bulk/s-${i}/0000-${i}`);
 const shares = (members: string[]) => {
@@ -127,6 +128,58 @@ test('leases: a replica whose membership expired loses every lease: taken over w
   stalled = false;
   await until(() => a.members().length === 2, 'a back among the members', 5_000, 10);
   assert.equal(a.heldCount(), 0);
+});
+
+test('leases: a store outage shorter than the TTL (a Redis failover) keeps every lease; fences fail meanwhile; a longer one gives them up before the membership can expire', { timeout: 20_000 }, async (t) => {
+  const store = await createStore({ storage: 'embedded' });
+  t.after(() => store.close());
+  // The keeper's clock moves by hand (its heartbeats and its idea of the TTL); the store's own
+  // TTL runs on real time and is far from expiring here (10 s, the test takes well under).
+  const clock = new ManualClock();
+  let down = false;
+  let failed = 0;
+  let beats = 0;
+  const aStore: Store = Object.create(store);
+  aStore.heartbeat = (hb) => (down ? (failed++, Promise.reject(new Error('connection closed'))) : store.heartbeat(hb).finally(() => beats++));
+  aStore.checkLease = (n, tk) => (down ? Promise.reject(new Error('connection closed')) : store.checkLease(n, tk));
+  const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 10_000, heartbeatMs: 1_000, clock });
+  t.after(() => a.stop());
+  await a.start();
+  const names3 = names.slice(0, 5);
+  const held = [];
+  for (const n of names3) held.push((await a.acquire(n))!);
+  const lost: string[] = [];
+  a.onLost((n) => lost.push(n));
+  const tick = async () => {
+    const before = failed;
+    clock.advance(1_000);
+    await until(() => failed === before + 1, 'the heartbeat to fail', 2_000, 1);
+    await new Promise((r) => setImmediate(r));
+  };
+  // Down for 8 heartbeats (8 s of a 10 s TTL): every lease is kept, and a fence cannot pass.
+  down = true;
+  for (let i = 0; i < 8; i++) await tick();
+  assert.equal(a.heldCount(), names3.length);
+  assert.deepEqual(lost, []);
+  assert.equal(await held[0]!.check(), false, 'a fence the store cannot answer fails the write');
+  assert.equal(a.heldCount(), names3.length, '... without dropping the lease');
+  // The store is back: the same membership (same epoch), so the same leases and tokens, fences pass.
+  down = false;
+  const beatsBefore = beats;
+  clock.advance(1_000);
+  await until(() => beats === beatsBefore + 1, 'the heartbeat to work again', 5_000, 1);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(await held[0]!.check(), true);
+  for (const [i, n] of names3.entries()) assert.equal(a.holds(n), held[i], `${n}: the same lease`);
+  assert.deepEqual(lost, []);
+  // Down again, now longer: once the next heartbeat could come after the membership's TTL, the
+  // leases are given up (9 s after the last success, one interval before the store may expire it).
+  down = true;
+  for (let i = 0; i < 8; i++) await tick();
+  assert.equal(a.heldCount(), names3.length, 'kept through 8 s');
+  await tick();
+  assert.equal(a.heldCount(), 0, 'given up at 9 s');
+  assert.deepEqual(lost.sort(), [...names3].sort());
 });
 
 test('replica flags: defaults, bounds and their messages', () => {

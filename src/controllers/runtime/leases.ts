@@ -30,7 +30,11 @@ export type LeaseStore = Pick<Store, 'acquireMemberLease' | 'checkLease' | 'rele
 export interface HeldLease {
   readonly name: string;
   readonly token: number;
-  /** The fencing check: true while this replica still holds this token of the lease (false also drops it here). */
+  /**
+   * The fencing check: true while this replica still holds this token of the lease. The store
+   * saying no drops the lease here; a store that cannot answer fails this check only (the write
+   * waits and is retried), and the lease stays as long as the membership may still be live.
+   */
   check(): Promise<boolean>;
 }
 
@@ -92,6 +96,13 @@ export class LeaseKeeper {
   private beating: Promise<void> | undefined;
   private failing = false;
   private stopped = false;
+  /**
+   * When the membership may expire in the store (by this keeper's clock): the send time of the last
+   * heartbeat that succeeded, plus the TTL. The store starts the TTL when it runs the heartbeat,
+   * which is after it was sent, so this errs on the early side.
+   */
+  private liveUntil = 0;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: LeaseStore,
@@ -101,7 +112,8 @@ export class LeaseKeeper {
     this.ttlMs = opts.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     this.heartbeatMs = Math.max(50, opts.heartbeatMs ?? Math.floor(this.ttlMs / 3));
     this.liveMembers = [this.holder];
-    this.timer = (opts.clock ?? realClock).setInterval(() => void this.beat(), this.heartbeatMs);
+    this.clock = opts.clock ?? realClock;
+    this.timer = this.clock.setInterval(() => void this.beat(), this.heartbeatMs);
   }
 
   /** Joins the live members now (the first heartbeat), so ownership is known before the controllers start. */
@@ -145,9 +157,17 @@ export class LeaseKeeper {
       name,
       token: l.token,
       check: async () => {
-        const ok = await this.store.checkLease(name, l.token).catch(() => false);
-        // Not held in the store (e.g. a Redis failover lost it): drop it here too, so the
-        // controllers stop and ask for it again instead of failing their fence forever.
+        let ok: boolean;
+        try {
+          ok = await this.store.checkLease(name, l.token);
+        } catch {
+          // Cannot verify (the store is failing over, or unreachable): this write does not
+          // happen (fail closed), but the lease is not dropped for it; the heartbeat drops every
+          // lease once the membership may have expired.
+          return false;
+        }
+        // Not held in the store (e.g. a Redis failover lost the lease's last write): drop it here
+        // too, so the controllers stop and ask for it again instead of failing their fence forever.
         if (!ok) this.lose(lease);
         return ok;
       },
@@ -214,18 +234,28 @@ export class LeaseKeeper {
   private async heartbeat(): Promise<void> {
     if (this.stopped) return;
     let r;
+    const sentAt = this.clock.now();
     try {
       r = await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, share: this.opts.member !== false });
     } catch (e) {
-      // Fail closed: a membership that could not be renewed may expire, and its leases be taken;
-      // their work stops (the controllers retry). The member list stays as last seen.
-      if (!this.failing) this.opts.log?.warn('heartbeat failed: leases given up until the store answers', { error: (e as Error).message, leases: this.held.size });
+      // The membership stays live in the store until its TTL runs out, and every write checks
+      // its lease there first (check() above), so a failed heartbeat does not end the leases by
+      // itself: a store failover shorter than the TTL costs nothing (before, every replica dropped
+      // every lease and re-snapshotted its GitTargets). Once the next heartbeat could come too
+      // late, the membership may expire and the leases be taken: they are given up here (fail
+      // closed), their work stops, and the controllers ask again when the store answers.
+      const expiring = this.clock.now() + this.heartbeatMs >= this.liveUntil;
+      if (!this.failing) this.opts.log?.warn('heartbeat failed', { error: (e as Error).message, leases: this.held.size, leasesKeptMs: Math.max(0, Math.round(this.liveUntil - this.heartbeatMs - this.clock.now())) });
       this.failing = true;
-      for (const l of [...this.held.values()]) this.lose(l);
+      if (expiring && this.held.size > 0) {
+        this.opts.log?.warn('heartbeat failed until the membership may expire: leases given up until the store answers', { leases: this.held.size });
+        for (const l of [...this.held.values()]) this.lose(l);
+      }
       return;
     }
     if (this.failing) this.opts.log?.info('heartbeat works again');
     this.failing = false;
+    this.liveUntil = sentAt + this.ttlMs;
     if (this.stopped) return;
     if (this.epoch !== 0 && r.epoch !== this.epoch) {
       // The membership had expired (a stall, or the store lost it): every lease it held is gone.
