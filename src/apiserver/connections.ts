@@ -5,13 +5,15 @@
 // --idle-connection-timeout (kube-apiserver closes idle HTTP/2 connections after 90 s); streams per
 // HTTP/2 session are capped (--http2-max-streams-per-connection); TLS handshakes in progress are
 // bounded per client address (--max-tls-handshakes-per-address, handshakes.ts). Long-running
-// requests (watches) are not idle: their connections stay open however quiet they are.
+// requests (watches) are not idle: their connections stay open however quiet they are. HTTP/1.1
+// over TLS is parsed from the socket's stream, so that pausing a connection holds (http1-tls.ts).
 import type { Http2SecureServer, Http2Session, ServerHttp2Stream } from 'node:http2';
 import { constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../metrics/logger.js';
 import * as status from '../api/status.js';
 import { gateHandshakes } from './handshakes.js';
+import { parseHTTP1FromStream } from './http1-tls.js';
 
 export interface ConnectionLimits {
   /** Idle HTTP/2 sessions and HTTP/1.1 connections are closed after this long (ms). */
@@ -54,6 +56,8 @@ function closeSession(session: Http2Session): void {
 export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger): void {
   const idle = limits.idleTimeoutMs;
   const gate = gateHandshakes(server as never, limits.maxHandshakesPerAddress, limits.handshakeTimeoutMs);
+  // A paused HTTP/1.1 connection must not see a request cut short (http1-tls.ts).
+  parseHTTP1FromStream(server as never);
   let waitedOutBefore = 0;
   let closedIdle = 0;
   server.on('session', (session: Http2Session) => {
