@@ -8,7 +8,7 @@
 // are not in the measured process. The server (Redis store, controllers on, as in production) is
 // spawned and timed from spawn to /readyz 200 and to a served GET, with the CPU it burnt until
 // then (every thread, /proc); the GitTarget is created and awaited Ready (its snapshot pushed);
-// then, after the mirror settles, its CPU at rest over --rest-seconds (ms of CPU per s, /proc) and
+// then, after the mirror settles, its CPU at rest over --rest-seconds (ms of CPU per s, every thread's schedstat) and
 // its RSS. Then the same server is restarted over the same store and repository, and timed again:
 // a restart finds its GitTarget and re-lists the source (the peer's "ready" was of a running
 // operator's restart too).
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentFor, fmt, request, type Target } from '../common/load.js';
 import { cleanup, freePort, rssMiB, spawnChild, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
-import { processCpuMs } from '../common/cpu.js';
+import { processSchedCpuMs } from '../common/cpu.js';
 import { beginRun, machineFacts, REPO_ROOT } from '../common/results.js';
 import { pool, GV } from '../scale/tenants.js';
 
@@ -32,7 +32,7 @@ const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const SIZES = (opt('sizes') ?? (quick ? '1000' : '1000,10000')).split(',').map(Number);
-const REST_MS = Number(opt('rest-seconds') ?? (quick ? 10 : 30)) * 1000;
+const REST_MS = Number(opt('rest-seconds') ?? (quick ? 10 : 60)) * 1000;
 /**
  * After Ready, before the at-rest measurement. V8 collects a snapshot's garbage in several passes
  * after the allocation stops (its memory reducer, on GC helper threads): 15–45 s after Ready they
@@ -72,8 +72,12 @@ const PEER = {
   cpuAtRestMsPerS: 0,
   readyMs: 100,
 };
-/** "Unmeasurable" as top shows it: below 0.1% of a core, 1 ms of CPU per second. */
-const UNMEASURABLE_MS_PER_S = 1;
+/**
+ * "Unmeasurable" as the kernel's own accounting shows it to top and ps: /proc/<pid>/stat counts CPU
+ * in 10 ms ticks, so over a minute anything under one tick, 10 ms / 60 s = 0.17 ms of CPU a
+ * second, reads as nothing. Ours is measured finer (schedstat, ns) and compared with that.
+ */
+const UNMEASURABLE_MS_PER_S = 10 / 60;
 
 interface Start {
   readyMs: number;
@@ -103,7 +107,7 @@ async function spawnTimed(args: string[]): Promise<{ child: Child; start: Start;
       const agent = agentFor(t, 1);
       const ok = await request(t, agent, { method: 'GET', path }).then((r) => r.status === 200, () => false);
       agent.destroy();
-      if (ok) return { ms: performance.now() - t0, cpu: processCpuMs(proc.pid!) };
+      if (ok) return { ms: performance.now() - t0, cpu: processSchedCpuMs(proc.pid!) };
       await sleep(10);
     }
   };
@@ -162,10 +166,10 @@ async function waitReady(t: Target, deadlineMs: number): Promise<{ ms: number; s
 
 /** CPU of `pid` over `ms` of rest, in ms of CPU per second of wall clock, and the RSS after it. */
 async function atRest(pid: number, ms: number): Promise<{ cpuMsPerS: number; rss: number }> {
-  const c0 = processCpuMs(pid);
+  const c0 = processSchedCpuMs(pid);
   const w0 = performance.now();
   await sleep(ms);
-  const cpu = processCpuMs(pid) - c0;
+  const cpu = processSchedCpuMs(pid) - c0;
   return { cpuMsPerS: cpu / ((performance.now() - w0) / 1000), rss: rssMiB(pid).rss };
 }
 
@@ -241,7 +245,7 @@ async function benchSize(n: number, tmp: string, redisUrl: string, order: number
   const rssAgainstPeer = (rss: number) => (peerRss ? { baseline: peerRss, ratio: rss / peerRss, ratioStyle: 'times' as const, met: rss <= peerRss } : {});
   run.row({ metric: `RSS at rest, the ${n.toLocaleString('en-US')}-object mirror pushed`, unit: 'MiB', value: rest.rss, digits: 0, target: 'at or below the peer', ...rssAgainstPeer(rest.rss), notes: `${SETTLE_MS / 1000 + REST_MS / 1000} s after Ready` });
   run.row({ metric: 'RSS at rest after a restart (re-listed)', unit: 'MiB', value: restRestart.rss, digits: 0, target: 'at or below the peer', ...rssAgainstPeer(restRestart.rss) });
-  run.row({ metric: 'CPU at rest', unit: 'ms CPU/s', value: rest.cpuMsPerS, digits: 2, baseline: PEER.cpuAtRestMsPerS, target: `unmeasurable (< ${UNMEASURABLE_MS_PER_S} ms/s, top's 0.1%)`, met: rest.cpuMsPerS < UNMEASURABLE_MS_PER_S, notes: `over ${REST_MS / 1000} s, /proc; after the restart ${fmt(restRestart.cpuMsPerS, 2)} ms/s` });
+  run.row({ metric: 'CPU at rest', unit: 'ms CPU/s', value: rest.cpuMsPerS, digits: 2, baseline: PEER.cpuAtRestMsPerS, target: `unmeasurable (< ${fmt(UNMEASURABLE_MS_PER_S, 2)} ms/s: one 10 ms tick of /proc/<pid>/stat in 60 s)`, met: rest.cpuMsPerS < UNMEASURABLE_MS_PER_S, notes: `over ${REST_MS / 1000} s, every thread's schedstat (ns); after the restart ${fmt(restRestart.cpuMsPerS, 2)} ms/s` });
   run.row({ metric: 'fresh start → /readyz 200', unit: 'ms', value: first.start.readyMs, digits: 0, baseline: PEER.readyMs, ratio: first.start.readyMs / PEER.readyMs, ratioStyle: 'times', target: '≤ 1,000 ms', met: first.start.readyMs <= 1000, notes: `${fmt(first.start.readyCpuMs, 0)} CPU-ms until then` });
   run.row({ metric: 'fresh start → first GET served', unit: 'ms', value: first.start.getMs, digits: 0, target: '≤ 1,000 ms', met: first.start.getMs <= 1000, notes: `${fmt(first.start.getCpuMs, 0)} CPU-ms until then` });
   run.row({ metric: 'restart with the mirror → /readyz 200', unit: 'ms', value: restart.readyMs, digits: 0, baseline: PEER.readyMs, ratio: restart.readyMs / PEER.readyMs, ratioStyle: 'times', target: '≤ 1,000 ms', met: restart.readyMs <= 1000, notes: `${fmt(restart.readyCpuMs, 0)} CPU-ms until then` });

@@ -22,14 +22,16 @@ interface Milestones {
 
 export interface EditTimes {
   ns: string;
-  /** Date.now() when the PATCH was sent and when the bench's watch saw the new lastCommit. */
+  /** Date.now() when the PATCH was sent, when its answer came, and when the bench's watch saw the new lastCommit. */
   sentAt: number;
+  answeredAt: number;
   seenAt: number;
 }
 
 /** The stages, in path order: name → what it spans. */
 export const STAGES: Array<[string, string, (m: Milestones, e: EditTimes, idleMs: number) => number]> = [
-  ['edit → change in a window', 'PATCH sent → the window opened (API write, source watch event, the mirror\'s record CAS)', (m, e) => m.opened - e.sentAt],
+  ['PATCH sent → answered', 'the API write and its fact (64 connections for the edits)', (_m, e) => e.answeredAt - e.sentAt],
+  ['PATCH answered → change in a window', 'the source watch event, the mirror\'s fact lookup and record CAS', (m, e) => m.opened - e.answeredAt],
   ['idle timer → window closed', 'last change + idleSeconds → the close was written (requeue timer, windows queue)', (m, _e, idle) => m.closed - (m.lastChange + idle)],
   ['closed → engine called', 'lease check, credentials', (m) => m.engine - m.closed],
   ['engine called → engine began', 'hand-off to the git worker, commits ahead of it there', (m) => (m.engineStarted ?? m.engine) - m.engine],
@@ -85,6 +87,23 @@ export function stageFigures(edits: EditTimes[], find: (e: EditTimes) => Milesto
     return { stage, what, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) };
   });
   return { figures, matched: rows.length };
+}
+
+/** Storage operations counted by the server's reverser_storage_operation_duration_seconds, as "operation resource" → count. */
+export function storageOps(metricsText: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const re = /^reverser_storage_operation_duration_seconds_count\{([^}]*)\} ([0-9.e+]+)$/gm;
+  for (let m = re.exec(metricsText); m; m = re.exec(metricsText)) {
+    const l = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    const k = `${l.operation} ${l.resource}`;
+    out.set(k, (out.get(k) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** Per edit, the storage operations that grew between two storageOps readings, largest first. */
+export function opsPerEdit(before: Map<string, number>, after: Map<string, number>, edits: number): Array<[string, number]> {
+  return [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / edits] as [string, number]).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
 }
 
 /** CPU time (ms, user + system) of a process's main thread and of all its other threads (the git workers, libuv's pool, V8's), from /proc. */

@@ -19,7 +19,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { watchFileContent } from '../auth/filewatch.js';
+import { FILE_RESYNC_MS, watchFileContent } from '../auth/filewatch.js';
 import * as status from '../api/status.js';
 import { isDNS1123Subdomain } from '../api/object-meta.js';
 import { decodeJSONInSlices } from '../apiserver/decode.js';
@@ -110,7 +110,7 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
   // keeps the previous one (and says so).
   const stopWatching = watchFileContent(
     caFile,
-    cfg.caPollMs ?? 2000,
+    cfg.caPollMs ?? FILE_RESYNC_MS,
     (text) => {
       try {
         const next = caBundle(text);

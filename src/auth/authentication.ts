@@ -12,7 +12,7 @@ import { UnionAuthenticator } from './union.js';
 import { HostingClient } from './hosting.js';
 import { TokenReviewAuthenticator } from './tokenreview.js';
 import { AuthConfigMapFollower } from './configmap.js';
-import { watchFileContent } from './filewatch.js';
+import { FILE_RESYNC_MS, watchFileContent } from './filewatch.js';
 
 export interface BuiltAuthentication {
   authenticator: Authenticator;
@@ -77,7 +77,7 @@ function warnIfSameCA(clientCA: DynamicCA, rhCA: DynamicCA, logger: AuthLogger):
 
 export async function buildAuthentication(opts: AuthnOptions, deps: BuildAuthenticationDeps = {}): Promise<BuiltAuthentication> {
   const logger = loggerOf(deps);
-  const pollMs = deps.filePollIntervalMs ?? 2000;
+  const pollMs = deps.filePollIntervalMs ?? FILE_RESYNC_MS;
   const closers: Array<() => void> = [];
   const clientCA = new DynamicCA('client CA');
   const rhCA = new DynamicCA('requestheader client CA');

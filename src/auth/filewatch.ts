@@ -1,10 +1,20 @@
-// Re-reads a file when its stat changes. Polling stat (not fs.watch) survives the atomic symlink
-// swaps of Kubernetes ConfigMap/Secret volumes and editors that replace files.
+// Re-reads a file when its stat changes. Changes are noticed two ways, as k8s.io/apiserver's
+// dynamic certificate files are (fsnotify plus a resync poll):
+// - a watch of the file's directory (inotify): every change there, including the atomic symlink
+//   swaps of Kubernetes ConfigMap/Secret volumes (`..data` renamed over) and editors that replace
+//   the file, prompts a stat comparison at once;
+// - a stat poll every `intervalMs`, for file systems whose changes inotify does not see (network
+//   mounts) and for a directory that cannot be watched. The servers poll once a minute: an idle
+//   process wakes for nothing else (docs/architecture.md, "At rest and at start-up").
 //
 // The baseline stat is taken synchronously when the watch starts, right after the caller's own
 // synchronous read. (fs.watchFile took its baseline on its first asynchronous poll, so an edit
 // landing between the caller's read and that poll was never noticed.)
-import { readFileSync, statSync, type Stats } from 'node:fs';
+import { readFileSync, statSync, watch, type FSWatcher, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** How often a followed file's stat is polled when its directory is watched as well. */
+export const FILE_RESYNC_MS = 60_000;
 
 function statOf(path: string): Stats | undefined {
   try {
@@ -16,7 +26,7 @@ function statOf(path: string): Stats | undefined {
 
 export function watchFileContent(path: string, intervalMs: number, onChange: (text: string) => void, onError: (e: Error) => void): () => void {
   let last = statOf(path);
-  const timer = setInterval(() => {
+  const check = (): void => {
     const cur = statOf(path);
     if (!cur) return;
     if (last && cur.mtimeMs === last.mtimeMs && cur.size === last.size && cur.ino === last.ino) return;
@@ -26,7 +36,22 @@ export function watchFileContent(path: string, intervalMs: number, onChange: (te
     } catch (e) {
       onError(e as Error);
     }
-  }, intervalMs);
+  };
+  const timer = setInterval(check, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  let dir: FSWatcher | undefined;
+  try {
+    // Events are only a prompt to compare stats; several in a row compare equal after the first.
+    dir = watch(dirname(path), { persistent: false }, () => check());
+    dir.on('error', () => {
+      dir?.close();
+      dir = undefined; // the poll remains
+    });
+  } catch {
+    dir = undefined; // not watchable here: the poll remains
+  }
+  return () => {
+    clearInterval(timer);
+    dir?.close();
+  };
 }

@@ -1,6 +1,8 @@
 // Authentication and authorization flags. Names and defaults follow k8s.io/apiserver's delegating
 // options so that operators can reuse what they know from metrics-server or the sample-apiserver.
 
+import { FILE_RESYNC_MS } from './filewatch.js';
+
 export type AuthorizationMode = 'Delegated' | 'RBAC' | 'AlwaysAllow';
 
 export interface RequestHeaderOptions {
@@ -252,7 +254,7 @@ export function parseAuthFlags(values: Record<string, string | undefined>): { au
     denyCacheTTLMs: duration(values, 'authorization-webhook-cache-unauthorized-ttl'),
     alwaysAllowPaths: list(values['authorization-always-allow-paths'], DEFAULT_ALWAYS_ALLOW_PATHS),
     policyFile: values['authorization-policy-file'] || undefined,
-    policyPollIntervalMs: 1000,
+    policyPollIntervalMs: FILE_RESYNC_MS,
     wildcardClusterGroups: list(values['wildcard-cluster-groups'], []),
     ...(shardUsers.length > 0 ? { kcpShardUsers: shardUsers } : {}),
     ...(requiredBinding ? { kcpRequireAPIBinding: requiredBinding } : {}),

@@ -1,7 +1,19 @@
 // Certificates with node-forge. Keys come from node's native RSA generator (forge's pure-JS
 // generator takes seconds per key); forge builds and signs the X.509 certificates.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import forge from 'node-forge';
+import { createRequire } from 'node:module';
+import type forge from 'node-forge';
+
+let forgeModule: typeof forge | undefined;
+/**
+ * node-forge, loaded on the first certificate made rather than at start-up: it was ~0.18 CPU-s of
+ * a server's ~1.2 CPU-s to /readyz (`--cpu-prof` of a start, docs/benchmarks.md "Side by side with
+ * the Go operator"), and a server whose certificates already exist makes none. It is CommonJS, so
+ * a require loads it synchronously where it is needed (as api/validation.ts loads ajv).
+ */
+function forgeLib(): typeof forge {
+  return (forgeModule ??= createRequire(import.meta.url)('node-forge') as typeof forge);
+}
 
 export interface KeyPair {
   certPem: string;
@@ -20,8 +32,8 @@ export interface IssueOptions {
 function newKey(): { forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; keyPem: string } {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const forgeKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
-  const publicKey = forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e);
+  const forgeKey = forgeLib().pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  const publicKey = forgeLib().pki.setRsaPublicKey(forgeKey.n, forgeKey.e);
   return { forgeKey, publicKey, keyPem };
 }
 
@@ -40,7 +52,7 @@ function validity(cert: forge.pki.Certificate, days: number): void {
 
 export function createCA(commonName: string, days = 3650): KeyPair {
   const k = newKey();
-  const cert = forge.pki.createCertificate();
+  const cert = forgeLib().pki.createCertificate();
   cert.publicKey = k.publicKey;
   cert.serialNumber = serial();
   validity(cert, days);
@@ -52,14 +64,14 @@ export function createCA(commonName: string, days = 3650): KeyPair {
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(k.forgeKey, forge.md.sha256.create());
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+  cert.sign(k.forgeKey, forgeLib().md.sha256.create());
+  return { certPem: forgeLib().pki.certificateToPem(cert), keyPem: k.keyPem };
 }
 
 /** A self-signed serving certificate for `dnsNames` (one key, no CA): a client trusts exactly it. */
 export function selfSignedServerCertificate(commonName: string, dnsNames: string[], days = 365): KeyPair {
   const k = newKey();
-  const cert = forge.pki.createCertificate();
+  const cert = forgeLib().pki.createCertificate();
   cert.publicKey = k.publicKey;
   cert.serialNumber = serial();
   validity(cert, days);
@@ -72,15 +84,15 @@ export function selfSignedServerCertificate(commonName: string, dnsNames: string
     { name: 'extKeyUsage', serverAuth: true },
     { name: 'subjectAltName', altNames: dnsNames.map((value) => ({ type: 2, value })) },
   ]);
-  cert.sign(k.forgeKey, forge.md.sha256.create());
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+  cert.sign(k.forgeKey, forgeLib().md.sha256.create());
+  return { certPem: forgeLib().pki.certificateToPem(cert), keyPem: k.keyPem };
 }
 
 export function issueCertificate(ca: KeyPair, opts: IssueOptions): KeyPair {
-  const caCert = forge.pki.certificateFromPem(ca.certPem);
-  const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
+  const caCert = forgeLib().pki.certificateFromPem(ca.certPem);
+  const caKey = forgeLib().pki.privateKeyFromPem(ca.keyPem);
   const k = newKey();
-  const cert = forge.pki.createCertificate();
+  const cert = forgeLib().pki.createCertificate();
   cert.publicKey = k.publicKey;
   cert.serialNumber = serial();
   validity(cert, opts.days ?? 365);
@@ -104,6 +116,6 @@ export function issueCertificate(ca: KeyPair, opts: IssueOptions): KeyPair {
   ];
   if (altNames.length) ext.push({ name: 'subjectAltName', altNames });
   cert.setExtensions(ext);
-  cert.sign(caKey, forge.md.sha256.create());
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: k.keyPem };
+  cert.sign(caKey, forgeLib().md.sha256.create());
+  return { certPem: forgeLib().pki.certificateToPem(cert), keyPem: k.keyPem };
 }

@@ -12,6 +12,8 @@ export interface ControllerMetrics {
   windowChanges: Histogram;
   windowAge: Histogram;
   requestDuration: Histogram;
+  /** Reconciles run, by controller: what a wake-up costs (a fact must wake only the GitTargets it can move). */
+  reconciles: Counter<'controller'>;
 }
 
 export function createControllerMetrics(registry: Registry): ControllerMetrics {
@@ -52,9 +54,16 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
       registers: [registry],
     }),
+    reconciles: new Counter({
+      name: 'reverser_controller_reconciles_total',
+      help: 'Reconciles run by a controller (windows), whatever their outcome.',
+      labelNames: ['controller'],
+      registers: [registry],
+    }),
   };
   // The tiers are a closed set: every series exists from the start (a scrape shows 0, not nothing).
   for (const tier of JOIN_TIERS) m.joins.inc({ tier }, 0);
+  m.reconciles.inc({ controller: 'windows' }, 0);
   return m;
 }
 

@@ -1,6 +1,6 @@
 // Prometheus metrics of the API server, served at /metrics. Names follow kube-apiserver's where
 // the meaning is the same, so existing dashboards read them.
-import { createHistogram, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface ServerMetrics {
@@ -10,52 +10,74 @@ export interface ServerMetrics {
   watches: Gauge<'resource'>;
 }
 
-/** How often the event-loop lag histogram samples (a timer's wake-ups: 20 a second). */
+/** How often node's event-loop delay monitor samples while /metrics is scraped (a libuv timer, no JS). */
 const LAG_SAMPLE_MS = 50;
 const LAG_GAUGES = { min: 'min', max: 'max', mean: 'mean', p50: 50, p90: 90, p99: 99 } as const;
 
 /**
  * prom-client sets every `nodejs_eventloop_lag_*` gauge from the `collect` of
  * `nodejs_eventloop_lag_seconds`, from node's histogram (perf_hooks.monitorEventLoopDelay) sampled
- * at eventLoopMonitoringPrecision. Two things make that histogram a poor fit here: it records the
- * time between samples, the interval included (prom-client's default 10 ms adds 10 ms to every
- * reading and costs 100 wake-ups a second, ~3 ms of CPU a second at rest: `npm run bench -- peer`,
- * docs/benchmarks.md), and its reset at each scrape forgets the previous sample's time, so the
- * first interval after a scrape is never recorded: a stall that begins right after a scrape is
- * not seen at all (found by test/unit/eventloop-lag-metrics.test.ts).
- * So the gauges are set from a sampler of our own: a timer every 50 ms (~0.6 ms of CPU a second)
- * records how late it fired, which is 0 on an idle loop and a lower bound of a stall (short of it
- * by at most the 50 ms it may have begun before the timer was due). prom-client's own histogram
- * is left to sample once a minute; its readings are overwritten.
+ * at eventLoopMonitoringPrecision. Used as prom-client uses it, that histogram reads wrong in two
+ * ways: it records the time between samples, the interval included (an idle loop read 10 ms at
+ * prom-client's default precision, 250 ms at 250 ms), and its reset at each scrape forgets the
+ * previous sample's time, so the first interval after a scrape is never recorded: a stall that
+ * begins right after a scrape was not seen at all (test/unit/eventloop-lag-metrics.test.ts).
+ *
+ * So the gauges are set from a monitor of our own, read with both mended:
+ * - the interval is subtracted from every reading, so an idle loop reads ~0 and a stall reads at
+ *   least its length less the 50 ms interval;
+ * - after each reset, one JS timer due one interval later stands in for the interval the reset
+ *   lost: how late it fires is recorded beside the histogram (one timer per scrape);
+ * - the monitor samples from the first scrape on: nobody reads the gauges before one, and a
+ *   server that nobody scrapes wakes for nothing (its 20 timer wake-ups a second in JS were a
+ *   third of the CPU at rest: `npm run bench -- peer`, docs/benchmarks.md). The first scrape
+ *   reads 0.
+ * prom-client's own histogram is left to sample once a minute; its readings are overwritten.
  */
-function reportLagFromOwnSampler(registry: Registry): void {
+function reportLagFromOwnMonitor(registry: Registry): void {
   const driver = registry.getSingleMetric('nodejs_eventloop_lag_seconds') as (Gauge & { collect?: () => unknown }) | undefined;
   const collect = driver?.collect;
   if (!driver || !collect) return;
-  const histogram = createHistogram();
-  let last = performance.now();
-  setInterval(() => {
-    const now = performance.now();
-    // record() takes integers ≥ 1 (nanoseconds): 1 ns stands for "on time".
-    histogram.record(Math.max(1, Math.round((now - last - LAG_SAMPLE_MS) * 1e6)));
-    last = now;
-  }, LAG_SAMPLE_MS).unref();
-  const seconds = (ns: number) => (Number.isFinite(ns) && ns > 1 ? ns / 1e9 : 0);
-  driver.collect = function collectFromOwnSampler(this: unknown) {
+  let monitor: IntervalHistogram | undefined;
+  /** How late the stand-in timer for the interval lost at the last reset fired (ms), once it has. */
+  let afterReset: number | undefined;
+  let standIn: NodeJS.Timeout | undefined;
+  const intervalNs = LAG_SAMPLE_MS * 1e6;
+  const lateNs = (ns: number) => Math.max(0, ns - intervalNs);
+  driver.collect = function collectFromOwnMonitor(this: unknown) {
     collect.call(this);
-    for (const [name, what] of Object.entries(LAG_GAUGES)) {
-      const ns = histogram.count === 0 ? 0 : typeof what === 'number' ? histogram.percentile(what) : histogram[what];
-      (registry.getSingleMetric(`nodejs_eventloop_lag_${name}_seconds`) as Gauge | undefined)?.set(seconds(ns));
+    const h = monitor;
+    const extra = afterReset === undefined ? [] : [afterReset * 1e6];
+    const n = (h?.count ?? 0) + extra.length;
+    const values: Record<keyof typeof LAG_GAUGES, number> = { min: 0, max: 0, mean: 0, p50: 0, p90: 0, p99: 0 };
+    if (n > 0) {
+      const hasH = !!h && h.count > 0;
+      values.min = Math.min(...(hasH ? [lateNs(h!.min)] : []), ...extra);
+      values.max = Math.max(...(hasH ? [lateNs(h!.max)] : []), ...extra);
+      values.mean = ((hasH ? lateNs(h!.mean) * h!.count : 0) + extra.reduce((a, b) => a + b, 0)) / n;
+      for (const p of [50, 90, 99] as const) values[`p${p}`] = hasH ? lateNs(h!.percentile(p)) : extra[0]!;
     }
-    histogram.reset();
+    for (const name of Object.keys(LAG_GAUGES) as (keyof typeof LAG_GAUGES)[]) {
+      (registry.getSingleMetric(`nodejs_eventloop_lag_${name}_seconds`) as Gauge | undefined)?.set(values[name] / 1e9);
+    }
+    if (!monitor) {
+      monitor = monitorEventLoopDelay({ resolution: LAG_SAMPLE_MS });
+      monitor.enable();
+    }
+    monitor.reset();
+    afterReset = undefined;
+    clearTimeout(standIn);
+    const due = performance.now() + LAG_SAMPLE_MS;
+    standIn = setTimeout(() => (afterReset = Math.max(0, performance.now() - due)), LAG_SAMPLE_MS);
+    standIn.unref();
   };
 }
 
 export function createServerMetrics(): ServerMetrics {
   const registry = new Registry();
-  // prom-client's own lag histogram is replaced by reportLagFromOwnSampler's (below).
+  // prom-client's own lag histogram is replaced by reportLagFromOwnMonitor's (above).
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 60_000 });
-  reportLagFromOwnSampler(registry);
+  reportLagFromOwnMonitor(registry);
   return {
     registry,
     requests: new Counter({

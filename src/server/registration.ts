@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import { HostingClient } from '../auth/hosting.js';
-import { watchFileContent } from '../auth/filewatch.js';
+import { FILE_RESYNC_MS, watchFileContent } from '../auth/filewatch.js';
 import { APIServiceRegistrar, caFileBesideCert } from '../registration/index.js';
 import type { Logger } from '../metrics/logger.js';
 import type { ServeOptions } from './options.js';
@@ -14,7 +14,7 @@ export interface RunningRegistration {
 }
 
 const HOSTING_TIMEOUT_MS = 10_000;
-const CA_FILE_POLL_MS = 2_000;
+const CA_FILE_POLL_MS = FILE_RESYNC_MS;
 
 export async function startRegistration(
   opts: ServeOptions,

@@ -29,6 +29,12 @@ export interface WatchCacheOptions {
   freeze?: boolean;
   /** The RV up to which a resource is known complete, for progress notifications. */
   progressRV?: (rc: ResourceCache) => number;
+  /**
+   * Told true when the first watcher that takes progress notifications registers, false when the
+   * last one is gone: the owner's own progress work (the Redis follower's counter read) runs only
+   * while someone listens.
+   */
+  onProgressDemand?: (listening: boolean) => void;
 }
 
 interface Entry {
@@ -81,6 +87,8 @@ export class ResourceCache {
   private events: StoreEvent[] = [];
   private start = 0;
   private watchers = new Set<Watcher>();
+  /** Watchers with an onProgress callback (the served watches; in-process informers take none). */
+  private progressWatchers = 0;
   /** Events with rv > oldestRV are retained; a watch from an older RV is Expired. */
   oldestRV: number;
   /** RV of the last event applied. */
@@ -91,7 +99,7 @@ export class ResourceCache {
   constructor(
     readonly id: string,
     baseRV: number,
-    private readonly opts: { retention: number; freeze: boolean },
+    private readonly opts: { retention: number; freeze: boolean; onProgressWatchers?: (delta: number) => void },
   ) {
     this.oldestRV = baseRV;
     this.lastRV = baseRV;
@@ -103,6 +111,18 @@ export class ResourceCache {
   }
   get watcherCount(): number {
     return this.watchers.size;
+  }
+  /** Watchers that take progress notifications (bookmarks): the only reason to tick for this resource. */
+  get progressWatcherCount(): number {
+    return this.progressWatchers;
+  }
+
+  private removed(ws: Iterable<Watcher>): void {
+    let n = 0;
+    for (const w of ws) if (w.cb.onProgress) n++;
+    if (n === 0) return;
+    this.progressWatchers -= n;
+    this.opts.onProgressWatchers?.(-n);
   }
 
   get(key: ObjectKey): KubeObject | undefined {
@@ -260,6 +280,10 @@ export class ResourceCache {
       w.pending!.push(ev);
     }
     this.watchers.add(w);
+    if (cb.onProgress) {
+      this.progressWatchers++;
+      this.opts.onProgressWatchers?.(1);
+    }
     // Deliver the replay after the caller has its handle; live events queue behind it.
     queueMicrotask(() => {
       const queued = w.pending!;
@@ -273,7 +297,7 @@ export class ResourceCache {
     return {
       stop: () => {
         w.stopped = true;
-        this.watchers.delete(w);
+        if (this.watchers.delete(w)) this.removed([w]);
       },
     };
   }
@@ -308,6 +332,7 @@ export class ResourceCache {
   closeWatchers(reason: StorageError): void {
     const ws = [...this.watchers];
     this.watchers.clear();
+    this.removed(ws);
     for (const w of ws) {
       w.stopped = true;
       safe(() => w.cb.onClose?.(reason));
@@ -374,15 +399,36 @@ export class WatchCache {
   private readonly resources = new Map<string, ResourceCache>();
   private timer: NodeJS.Timeout | undefined;
   private readonly freeze: boolean;
+  private readonly interval: number;
+  /** Watchers taking progress notifications, over every resource. */
+  private listening = 0;
+  private stopped = false;
 
   constructor(private readonly opts: WatchCacheOptions = {}) {
     this.retention = opts.retention ?? DEFAULT_EVENT_LOG_RETENTION;
     if (!(this.retention >= 1)) throw new Error('event log retention must be at least 1');
     this.freeze = opts.freeze ?? false;
-    const interval = opts.progressIntervalMs ?? 1000;
-    if (interval > 0) {
-      this.timer = setInterval(() => this.tick(interval), interval);
-      this.timer.unref();
+    this.interval = opts.progressIntervalMs ?? 1000;
+  }
+
+  /**
+   * The progress ticker runs only while a watcher takes progress notifications: an idle server
+   * whose only watchers are its own controllers' informers wakes for nothing (every wake-up of an
+   * idle process is CPU at rest: docs/architecture.md, "At rest and at start-up").
+   */
+  private demand(delta: number): void {
+    const before = this.listening;
+    this.listening += delta;
+    if (before === 0 && this.listening > 0 && !this.stopped) {
+      if (this.interval > 0) {
+        this.timer = setInterval(() => this.tick(this.interval), this.interval);
+        this.timer.unref();
+      }
+      this.opts.onProgressDemand?.(true);
+    } else if (before > 0 && this.listening === 0) {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = undefined;
+      this.opts.onProgressDemand?.(false);
     }
   }
 
@@ -399,7 +445,7 @@ export class WatchCache {
   resource(id: string, baseRV = 0): ResourceCache {
     let rc = this.resources.get(id);
     if (!rc) {
-      rc = new ResourceCache(id, baseRV, { retention: this.retentionOf(id), freeze: this.freeze });
+      rc = new ResourceCache(id, baseRV, { retention: this.retentionOf(id), freeze: this.freeze, onProgressWatchers: (d) => this.demand(d) });
       this.resources.set(id, rc);
     }
     return rc;
@@ -412,7 +458,7 @@ export class WatchCache {
   private tick(interval: number): void {
     const now = Date.now();
     for (const rc of this.resources.values()) {
-      if (rc.watcherCount === 0) continue;
+      if (rc.progressWatcherCount === 0) continue;
       rc.progress(this.opts.progressRV ? this.opts.progressRV(rc) : rc.syncedRV, interval, now);
     }
   }
@@ -422,6 +468,8 @@ export class WatchCache {
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
   }
 }

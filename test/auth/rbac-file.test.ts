@@ -1,7 +1,7 @@
 // The e2e policy fixture means what the e2e test expects, and the policy file is re-read on change.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,4 +77,34 @@ test('a file edited right after its watch starts is re-read (the baseline is the
   writeFileSync(path, 'two!'); // before any poll has run
   await until(() => seen.length > 0, 'the edit to be noticed', 5000);
   assert.deepEqual(seen, ['two!']);
+});
+
+// Between the minute's polls, the watch of the file's directory sees edits at once, including a
+// Kubernetes volume's atomic swap: `f -> ..data/f`, and a new `..data` symlink renamed over the old.
+test('a followed file polled once a minute: an edit and an atomic ..data swap are re-read within 2 s', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'filewatch-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const version = (name: string, text: string) => {
+    mkdirSync(join(dir, name));
+    writeFileSync(join(dir, name, 'f'), text);
+  };
+  version('..v1', 'one');
+  symlinkSync('..v1', join(dir, '..data'));
+  symlinkSync('..data/f', join(dir, 'f'));
+  const seen: string[] = [];
+  const stop = watchFileContent(join(dir, 'f'), 60_000, (text) => seen.push(text), (e) => seen.push(`error ${e.message}`));
+  t.after(stop);
+  version('..v2', 'two!');
+  symlinkSync('..v2', join(dir, '..data_tmp'));
+  renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+  await until(() => seen.includes('two!'), 'the swap to be noticed', 2000);
+  assert.deepEqual(seen, ['two!']);
+  // A plain file edited in place (how editors and `kubectl cp` change one).
+  writeFileSync(join(dir, 'g'), 'one');
+  const seenG: string[] = [];
+  const stopG = watchFileContent(join(dir, 'g'), 60_000, (text) => seenG.push(text), (e) => seenG.push(`error ${e.message}`));
+  t.after(stopG);
+  writeFileSync(join(dir, 'g'), 'three');
+  await until(() => seenG.length > 0, 'the edit to be noticed', 2000);
+  assert.deepEqual(seenG, ['three']);
 });

@@ -22,7 +22,8 @@ async function commandCalls(redis: Redis): Promise<Record<string, number>> {
 // the same five for one lease or ten thousand, because a GitTarget lease lives with the replica's
 // membership (src/storage/lease.ts) and no lease is renewed one by one. Besides it, per process and
 // not per object: the store's blocking XREAD of the logs (one per 5 s) and its progress tick, one
-// GET of the counter per second (src/storage/redis/follower.ts progress()).
+// GET of the counter per second while a served watch takes bookmarks (src/storage/redis/follower.ts
+// progress(); here the mirror's watches of its own sandbox are served watches).
 const HEARTBEAT = ['time', 'zrangebyscore', 'hget', 'zadd', 'hgetall'];
 const AT_REST = new Set(['evalsha', ...HEARTBEAT, 'xread', 'get']);
 const TENANTS = ['quiet-a', 'quiet-b', 'quiet-c'];

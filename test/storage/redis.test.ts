@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createRedisStore, type RedisStoreOptions } from '../../src/storage/redis/store.js';
 import type { Store } from '../../src/storage/types.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
-import { runStoreContract, type FixtureOptions } from './contract.js';
+import { CM, Collector, cm, key, runStoreContract, type FixtureOptions } from './contract.js';
 
 // One redis-server for the contract tests; each test gets its own key prefix.
 let server: RedisServer | undefined;
@@ -44,4 +44,34 @@ test('redis: store reports healthy', async (t) => {
   const s = await openRedis(t, srv.url, { keyPrefix: `t${++n}` });
   assert.equal(s.kind, 'redis');
   assert.equal(s.unhealthyReason(), undefined);
+});
+
+// The follower's progress tick (src/storage/redis/follower.ts) reads the RV counter once an
+// interval so that served watches' bookmarks carry the latest RV. The controllers' own informers
+// take no bookmarks: with only such watchers, an idle store sends Redis nothing at all.
+test('redis: the progress tick reads the counter only while a watch takes progress notifications', { timeout: 30_000 }, async (t) => {
+  const srv = await shared();
+  const s = await openRedis(t, srv.url, { keyPrefix: `t${++n}`, progressIntervalMs: 50 });
+  const { Redis } = await import('ioredis');
+  const admin = new Redis(srv.url);
+  t.after(() => admin.disconnect());
+  const gets = async () => Number(/^cmdstat_get:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
+  const getsOver = async (ms: number) => {
+    const before = await gets();
+    await new Promise((r) => setTimeout(r, ms));
+    return (await gets()) - before;
+  };
+  await s.create(CM, key('a'), cm('a'));
+  const rv = await s.currentRV();
+  const informer = await s.watch(CM, { fromRV: rv }, { onEvent: () => {} });
+  assert.equal(await getsOver(600), 0, 'no GET of the counter with only a watcher that takes no progress');
+  const served = new Collector();
+  const h = await s.watch(CM, { fromRV: rv }, served.cb);
+  // 12 intervals of 50 ms; a loaded machine runs fewer, never none.
+  const ticking = await getsOver(600);
+  assert.ok(ticking >= 2, `GETs of the counter while a watch takes progress: ${ticking}`);
+  h.stop();
+  await new Promise((r) => setTimeout(r, 100)); // a GET in flight when it stopped
+  assert.equal(await getsOver(600), 0, 'the tick stops with the last watch that takes progress');
+  informer.stop();
 });

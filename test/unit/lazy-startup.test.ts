@@ -1,7 +1,8 @@
 // What start-up builds is only what serving needs: the served resources' schemas are compiled (and
 // ajv loaded) on the first validation, the OpenAPI documents built on the first request for one
-// (and protobufjs loaded only for the protobuf form). ajv and protobufjs are CommonJS, loaded with
-// require, so Node's require cache says whether they were.
+// (and protobufjs loaded only for the protobuf form), and node-forge on the first certificate made
+// (src/certs/pki.ts). All three are CommonJS, loaded with require, so Node's require cache says
+// whether they were.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -28,4 +29,13 @@ test('schemas compile on first validation; OpenAPI documents build on first use'
   assert.ok(loaded('protobufjs'), 'the protobuf document loads protobufjs');
   assert.ok(proto.body.length > 1000 && /^"[0-9A-F]{128}"$/.test(proto.etag), 'the protobuf document and its ETag');
   assert.equal(docs.v2Protobuf, proto, 'built once');
+});
+
+test('node-forge is not loaded by the server\'s modules: only the first certificate made loads it', async () => {
+  await import('../../src/server/run.js');
+  await import('../../src/server/config.js');
+  assert.equal(loaded('node-forge'), false, 'importing the server does not load node-forge');
+  const { createCA } = await import('../../src/certs/pki.js');
+  assert.match(createCA('lazy-forge-test', 1).certPem, /^-----BEGIN CERTIFICATE-----/);
+  assert.ok(loaded('node-forge'), 'making a certificate loads it');
 });

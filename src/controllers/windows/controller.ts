@@ -161,6 +161,7 @@ export class WindowsController {
   }
 
   private async reconcile(key: string): Promise<QueueResult | void> {
+    this.deps.metrics?.reconciles.inc({ controller: 'windows' });
     if (!this.deps.gitTargets.hasSynced || !this.windows.hasSynced) return { requeueAfterMs: UNSYNCED_RETRY_MS };
     const gt = this.deps.gitTargets.get(key);
     if (!gt) return this.targetGone(key);

@@ -54,10 +54,14 @@ export function nextStep(rec: WindowRecord, policy: CommitPolicy, now: number, s
   if (first.closing) return { kind: 'commit' };
   const due = closeDue(first, policy);
   if (due.at <= now) return { kind: 'close', seq: first.seq, reason: due.reason };
-  // Not one status write per change the mirror adds.
+  // Not one status write per change the mirror adds. A window younger than the interval that
+  // closes within it is not reported at all: its commit writes pendingChanges with lastCommit
+  // (commit.ts), and the write in between cost every edit a GitTarget status write and the
+  // reconciles its event causes (a third of the status writes of an idleSeconds-1 edit, bench/scale).
   const last = pendingWrittenAt ?? 0;
-  const write = now - last >= PENDING_STATUS_INTERVAL_MS;
-  const wake = Math.min(due.at, nextWaiting, write ? Infinity : last + PENDING_STATUS_INTERVAL_MS);
+  const closesSoon = due.at - now <= PENDING_STATUS_INTERVAL_MS && now - first.openedAt < PENDING_STATUS_INTERVAL_MS;
+  const write = !closesSoon && now - last >= PENDING_STATUS_INTERVAL_MS;
+  const wake = Math.min(due.at, nextWaiting, write || closesSoon ? Infinity : last + PENDING_STATUS_INTERVAL_MS);
   return { kind: 'wait', requeueAfterMs: Math.max(0, wake - now), ...(write ? { writePending: pending } : {}) };
 }
 

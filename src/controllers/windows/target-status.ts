@@ -17,8 +17,10 @@ export interface TargetStatus {
 /** Edits `status` in place (updateStatus's callback); false when nothing changed (no write). */
 export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObject, s: TargetStatus): boolean {
   let changed = false;
-  // A GitTarget that never had a pending change gets no status write (absent reads as 0).
-  if (s.pending !== undefined && (status.pendingChanges ?? 0) !== s.pending) {
+  // A GitTarget that never had a pending change gets no status write (absent reads as 0). A
+  // commit's write sets it even from absent: a window that closed within a second of opening was
+  // never reported pending (decisions.ts nextStep), and clients wait for pendingChanges 0.
+  if (s.pending !== undefined && ((status.pendingChanges ?? 0) !== s.pending || (s.lastCommit && status.pendingChanges === undefined))) {
     status.pendingChanges = s.pending;
     changed = true;
   }

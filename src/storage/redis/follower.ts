@@ -50,16 +50,22 @@ export class RedisCacheFollower {
   private wake: (() => void) | undefined;
   private maxRV = 0;
   private closed = false;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: FollowerDeps) {
     deps.sub.on('ready', () => {
       if (deps.sub instanceof Redis) deps.sub.client('ID').then((id) => (this.subId = Number(id)), () => {});
     });
-    this.cache = new WatchCache({ retention: deps.retention, progressIntervalMs: deps.progressIntervalMs, freeze: deps.freezeObjects });
-    // Idle resources with watchers are synced periodically so bookmarks carry the latest RV.
-    this.timer = setInterval(() => void this.progress(), deps.progressIntervalMs || 1000);
-    this.timer.unref();
+    // Idle resources with served watches are synced periodically so bookmarks carry the latest
+    // RV; with none (the controllers' own informers take no bookmarks) nothing ticks.
+    const onProgressDemand = (listening: boolean): void => {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = undefined;
+      if (!listening || this.closed) return;
+      this.timer = setInterval(() => void this.progress(), deps.progressIntervalMs || 1000);
+      this.timer.unref();
+    };
+    this.cache = new WatchCache({ retention: deps.retention, progressIntervalMs: deps.progressIntervalMs, freeze: deps.freezeObjects, onProgressDemand });
   }
 
   start(): void {
@@ -212,7 +218,7 @@ export class RedisCacheFollower {
    */
   private async progress(): Promise<void> {
     if (this.deps.unhealthyReason()) return;
-    const watched = [...this.byLog.values()].filter((st) => st.rc.watcherCount > 0);
+    const watched = [...this.byLog.values()].filter((st) => st.rc.progressWatcherCount > 0);
     if (watched.length === 0) return;
     const rv = Number((await this.deps.cmd.get(this.deps.keys.rv()).catch(() => undefined)) ?? NaN);
     if (rv === this.maxRV && watched.every((st) => st.rc.syncedRV >= rv && !st.reloading && !st.inflight)) return;
