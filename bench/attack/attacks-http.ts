@@ -22,11 +22,12 @@ export const httpAttacks: Attack[] = [
     key: 'cardinality',
     order: 1,
     title: 'Metrics label cardinality',
+    anonymous: true,
     params: (p) => ({ requests: counts(p).cardinality }),
-    note: (p) => `${counts(p).cardinality.toLocaleString('en')} anonymous GETs of \`${GV}/namespaces/x/<1,000 random hex characters>\` (64 in flight on 4 HTTP/2 connections).`,
+    note: (p) => `${counts(p).cardinality.toLocaleString('en')} ${p.tenant ? "GETs with the tenant's client certificate" : 'anonymous GETs'} of \`${GV}/namespaces/x/<1,000 random hex characters>\` (64 in flight on 4 HTTP/2 connections).`,
     async run(ctx) {
       const total = counts(ctx.params).cardinality;
-      const sessions = Array.from({ length: 4 }, () => reconnecting(ctx.url, { ca: ctx.ca }));
+      const sessions = Array.from({ length: 4 }, () => reconnecting(ctx.url, ctx.attackerTLS));
       const codes = new Map<number, number>();
       let next = 0;
       const started = performance.now();
@@ -47,6 +48,7 @@ export const httpAttacks: Attack[] = [
     key: 'idle',
     order: 2,
     title: 'Idle connections',
+    anonymousOnly: true,
     params: (p) => ({ idlePerKind: counts(p).idlePerKind, idleTimeoutSeconds: idleTimeout(p) }),
     note: (p) =>
       `${counts(p).idlePerKind} each of: TCP connections that send nothing, TLS+HTTP/2 sessions that send only the preface and SETTINGS, TLS connections (HTTP/1.1) that send nothing; held open by the attacker (a process of its own, one loopback address per kind). \`--idle-connection-timeout=${idleTimeout(p)} --tls-handshake-timeout=${idleTimeout(p)}\`; "during" lasts until the server has closed them all.`,

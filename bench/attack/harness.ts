@@ -70,6 +70,8 @@ export interface Outcome {
 export interface Params {
   quick: boolean;
   legacy: boolean;
+  /** `--as=tenant`: the attacks send with a tenant's client certificate (run.ts), not the admin's. */
+  tenant: boolean;
   /** `--name=value` of the command line, if given. */
   arg(name: string): string | undefined;
 }
@@ -79,8 +81,10 @@ export interface Context {
   port: number;
   ca: string;
   admin: { ca: string; cert: string; key: string };
-  /** Admin-authenticated client for the attack's own requests. */
+  /** Client for the attack's own requests: the admin's, or with `--as=tenant` the tenant's. */
   writer: Client;
+  /** TLS options of the attacker's own connections (the CA, and the tenant's certificate with `--as=tenant`). */
+  attackerTLS: { ca: string; cert?: string; key?: string };
   params: Params;
   /** The server's pid and whether it still runs. */
   server: Child;
@@ -103,6 +107,17 @@ export interface Attack {
   run(ctx: Context): Promise<Outcome>;
   /** How long "after" lasts (default: the run's phase length). */
   afterMs?: number;
+  /** Sends without credentials (before authentication, or answered 401) unless `--as=tenant` gives it some. */
+  anonymous?: boolean;
+  /** Runs only without `--as=tenant` (credentials change nothing about it). */
+  anonymousOnly?: boolean;
+}
+
+/** Who sends the attack's requests, as the records and the generated table say. */
+export function attacker(a: Attack, p: Params): string {
+  if (a.anonymousOnly) return 'anonymous';
+  if (p.tenant) return 'tenant (namespace edit role)';
+  return a.anonymous ? 'anonymous' : 'admin (system:masters)';
 }
 
 export function sampler(ctx: Context, scraper: Client, pinger: Client, phaseMs: number) {
@@ -147,22 +162,23 @@ export function sampler(ctx: Context, scraper: Client, pinger: Client, phaseMs: 
   /** Runs one attack between a quiet "before" and "after", prints its table, writes its record. */
   const run = async (a: Attack): Promise<void> => {
     const title = `${a.order}. ${a.title}`;
-    const slug = `${a.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}${ctx.params.legacy ? '-before' : ''}`;
+    const who = attacker(a, ctx.params);
+    const slug = `${a.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}${ctx.params.tenant ? '-as-tenant' : ''}${ctx.params.legacy ? '-before' : ''}`;
     await a.prepare?.(ctx);
     const rec = beginRun({
       bench: 'attack',
       scenario: `attack.${slug}`,
-      title,
+      title: `${title}, as ${who}`,
       columns: { value: 'during / after', baseline: 'before' },
-      order: a.order + (ctx.params.legacy ? 0.5 : 0),
-      params: { quick: ctx.params.quick, legacy: ctx.params.legacy, ...(ctx.params.arg('server-main') ? { serverMain: ctx.params.arg('server-main') } : {}), phaseMs, ...(a.params?.(ctx.params) ?? {}) },
+      order: a.order + (ctx.params.legacy ? 0.5 : 0) + (ctx.params.tenant ? 0.25 : 0),
+      params: { quick: ctx.params.quick, legacy: ctx.params.legacy, attacker: who, ...(ctx.params.arg('server-main') ? { serverMain: ctx.params.arg('server-main') } : {}), phaseMs, ...(a.params?.(ctx.params) ?? {}) },
     });
     const before = await phase('before', phaseMs);
     let outcome: Outcome = { text: '' };
     const during = await phase('during', a.run(ctx).then((o) => (outcome = o)));
     const after = await phase('after', a.afterMs ?? phaseMs);
-    report(title, [before, during, after], `${a.note(ctx.params)}\nOutcome: ${outcome.text}`);
-    record(rec, a.title + (ctx.params.legacy ? ' (before the fix)' : ''), [before, during, after], outcome);
+    report(`${title}, as ${who}`, [before, during, after], `${a.note(ctx.params)}\nOutcome: ${outcome.text}`);
+    record(rec, a.title + (ctx.params.tenant ? ' (as tenant)' : '') + (ctx.params.legacy ? ' (before the fix)' : ''), [before, during, after], outcome);
   };
   return { sample, phase, run };
 }

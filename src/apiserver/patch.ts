@@ -1,15 +1,17 @@
 // Applying JSON patches (RFC 6902) and merge patches (RFC 7386) within bounds. A patch may not
 // grow the object past the request body limit: `copy` can double a document per operation (the
 // CVE-2019-1002100 pattern: 30 copies of /metadata into itself is 2^30 times its size), so each
-// copied value is cloned against the bytes the limit still allows, and application stops at the
-// first operation that would exceed it: the 413 comes after O(limit) work, never after building
-// the larger document. Every walk over the object (the copy of the stored object, each copied
-// value, the conversion of the result) is one pass, in slices that yield the event loop
-// (src/registry/apply/work.ts), so a patch at the limit delays other clients by a slice, not by
-// the whole patch. Library errors are turned into messages about the patch.
+// copy is counted against the bytes the limit still allows, and application stops at the first
+// operation that would exceed it. Copies share structure instead of being cloned
+// (patch-sharing.ts), so the 413 comes before anything large is built; the result is built once,
+// when it fits. Every walk over the object is in slices that yield the event loop
+// (src/registry/apply/work.ts, turns.ts), so a patch at the limit delays other clients by a slice,
+// not by the whole patch. Library errors are turned into messages about the patch.
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import * as status from '../api/status.js';
 import { type Work, YIELD_MASK, finish, inSlices } from '../registry/apply/work.js';
+import { nextTurn } from '../registry/apply/turns.js';
+import { SharedDocument } from './patch-sharing.js';
 
 const { applyOperation, JsonPatchError, validator } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 
@@ -152,6 +154,34 @@ function* jsonSizeWork(value: unknown, budget: number): Work<number> {
 
 const YIELD_AFTER_MS = 5;
 
+/** Whether two JSON values are equal (objects whatever their key order or prototype), as work that yields. */
+function* sameJSONWork(a: unknown, b: unknown): Work<boolean> {
+  const stack: Array<[unknown, unknown]> = [[a, b]];
+  let visited = 0;
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (x === y) continue;
+    if (x === null || y === null || typeof x !== 'object' || typeof y !== 'object') return false;
+    if (Array.isArray(x) !== Array.isArray(y)) return false;
+    if (Array.isArray(x)) {
+      const ys = y as unknown[];
+      if (x.length !== ys.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i], ys[i]]);
+    } else {
+      const xo = x as Record<string, unknown>;
+      const yo = y as Record<string, unknown>;
+      const keys = Object.keys(xo);
+      if (keys.length !== Object.keys(yo).length) return false;
+      for (const k of keys) {
+        if (!Object.hasOwn(yo, k)) return false;
+        stack.push([xo[k], yo[k]]);
+      }
+    }
+    if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
+  }
+  return true;
+}
+
 function describe(op: Operation, index: number): string {
   const from = 'from' in op ? ` from "${op.from}"` : '';
   return `operation ${index} (${op.op}${from} at "${op.path}")`;
@@ -188,21 +218,21 @@ function explain(e: unknown, op: Operation, index: number): string {
  * would make the document larger than `limitBytes`, 422 Invalid when an operation does not apply.
  */
 export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
-  const start = await inSlices(boundedCopyWork(doc, Infinity, true));
-  let document = start.copy;
-  const base = start.size;
+  // The stored object is shared, never changed: operations copy what they write to (patch-sharing.ts).
+  const shared = new SharedDocument(doc);
+  const base = await inSlices(shared.sizeWork(doc, Infinity));
   // Operations hand their values to the document, which later operations change: every
   // application (a conflict retries it) starts from a fresh copy of the patch's values.
   const ops: Operation[] = [];
   for (const op of patch) ops.push('value' in op ? ({ ...op, value: (await inSlices(boundedCopyWork(op.value, Infinity, true))).copy } as Operation) : { ...op });
   let copied = 0;
   // Give other requests the event loop between operations once this one has had it for a
-  // while (each copy also yields within itself), so a heavy patch delays nobody else by much.
+  // while (each walk also yields within itself), so a heavy patch delays nobody else by much.
   let slice = performance.now();
   for (let index = 0; index < ops.length; index++) {
     const op = ops[index]!;
     if (performance.now() - slice > YIELD_AFTER_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       slice = performance.now();
     }
     if (op.op === 'move' && op.path.startsWith(`${op.from}/`)) {
@@ -211,28 +241,42 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
     let applied = op;
     let check = checkOperation;
     if (op.op === 'copy') {
-      const value = valueAt(document, op.from);
+      const value = valueAt(shared.root, op.from);
       if (value === undefined) throw status.patchInvalid(`${describe(op, index)}: the "from" path does not exist in the object`);
-      // A copy is an add of the value at "from" (RFC 6902 4.5). It adds its bytes to the
-      // document: cloned against what the limit still allows, stopping as soon as it passes it.
-      const c = await inSlices(boundedCopyWork(value, limitBytes - base - copied, true));
-      if (c.over) throw status.patchTooLarge(limitBytes, describe(op, index));
-      copied += c.size;
-      applied = { op: 'add', path: op.path, value: c.copy };
+      // A copy is an add of the value at "from" (RFC 6902 4.5), the value itself, shared. It adds
+      // its bytes to the document: counted against what the limit still allows, stopping as soon
+      // as it passes it, before anything is built.
+      shared.share(value);
+      const size = await inSlices(shared.sizeWork(value, limitBytes - base - copied));
+      if (size > limitBytes - base - copied) throw status.patchTooLarge(limitBytes, describe(op, index));
+      copied += size;
+      applied = { op: 'add', path: op.path, value };
       // Our own add of a value taken from the document: its shape needs no check, and the
       // library's check walks the whole value (for undefined) once more.
       check = checkPaths;
     }
+    if (op.op === 'test') {
+      // Ours, not the library's: its comparison calls hasOwnProperty on the patch's value, which
+      // has no prototype (boundedCopyWork), so any test of an object failed.
+      const at = valueAt(shared.root, op.path);
+      if (at === undefined || !(await inSlices(sameJSONWork(at, (op as { value: unknown }).value)))) throw status.patchInvalid(`${describe(op, index)}: the test failed: the value at the path differs`);
+      continue;
+    }
+    // Every container the library walks through or changes must be the document's own clone.
+    if (op.op === 'move') shared.own(op.from);
+    shared.own(op.path);
     try {
-      // banPrototypeModifications off: the document has no prototypes to modify (boundedCopyWork).
-      document = applyOperation(document, applied, check as never, true, false, index).newDocument;
+      // banPrototypeModifications off: the containers walked have no prototypes (patch-sharing.ts).
+      shared.root = applyOperation(shared.root, applied, check as never, true, false, index).newDocument;
     } catch (e) {
       if (e instanceof status.StatusError) throw e;
       throw status.patchInvalid(explain(e, op, index));
     }
   }
-  // Back to ordinary objects, and the result must fit the limit: one pass, stopping at the limit.
-  const result = await inSlices(boundedCopyWork(document, limitBytes, false));
+  // The result must fit the limit (shared values counted by their remembered size), then becomes
+  // ordinary objects in one pass: nothing is built for a result that does not fit.
+  if ((await inSlices(shared.sizeWork(shared.root, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
+  const result = await inSlices(boundedCopyWork(shared.root, limitBytes, false));
   if (result.over) throw status.patchTooLarge(limitBytes, 'the patched object');
   return result.copy;
 }

@@ -5,6 +5,8 @@
 // operations), and `finish` runs one to the end at once for callers whose input is small.
 import { LEAF } from './leaf.js';
 
+import { nextTurn } from './turns.js';
+
 /** Work that yields (nothing) now and then and returns a T. */
 export type Work<T> = Generator<undefined, T, undefined>;
 
@@ -25,7 +27,8 @@ export async function inSlices<T>(w: Work<T>, sliceMs = SLICE_MS): Promise<T> {
   let r = w.next();
   while (!r.done) {
     if (performance.now() - started > sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // After a whole slice, wait for this work's turn (turns.ts): one heavy slice per turn.
+      await nextTurn();
       started = performance.now();
     }
     r = w.next();
