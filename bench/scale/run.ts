@@ -21,7 +21,7 @@ import { agentFor, fmt, quantile, request, type Target } from '../common/load.js
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls, threadCpuMs as cpuByThreadName } from '../common/cpu.js';
 import { beginRun, machineFacts, spread } from '../common/results.js';
-import { createTenantSource, createTenantTarget, gitTarget, pool, readyCount, tenantNs, GV } from './tenants.js';
+import { createTenantSource, createTenantTarget, gitTarget, pool, readyCount, retried, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
 import { collectCommits, opsPerEdit, stageFigures, storageOps, threadCpuMs, type EditTimes } from './stages.js';
@@ -59,6 +59,14 @@ async function heapOf(t: Target, agent: https.Agent): Promise<string> {
   const r = await request(t, agent, { method: 'GET', path: '/metrics' });
   const v = (m: string) => Number(new RegExp(`^${m} ([0-9.e+]+)`, 'm').exec(r.body)?.[1] ?? NaN) / 2 ** 20;
   return `V8 heap used ${fmt(v('nodejs_heap_size_used_bytes'), 0)} MiB, external ${fmt(v('nodejs_external_memory_bytes'), 0)} MiB`;
+}
+
+/** The server's GitTarget status writes so far by HTTP code (apiserver_request_total, verb update: the controllers' status writes count there). */
+async function statusWrites(t: Target, agent: https.Agent): Promise<Record<string, number>> {
+  const r = await request(t, agent, { method: 'GET', path: '/metrics' });
+  const out: Record<string, number> = {};
+  for (const m of r.body.matchAll(/^apiserver_request_total\{verb="update",resource="gittargets",code="(\d+)"\} ([0-9.e+]+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
 }
 
 /** RSS of a fresh server at rest (the start-up part measures it; 160 MiB when it did not run). */
@@ -139,10 +147,14 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const s0 = performance.now();
     await pool(n, SETUP_IN_FLIGHT, async (i) => createTenantSource(t, agent, i, objects));
     log(`${n} namespaces with ${objects} ConfigMaps each created in ${fmt((performance.now() - s0) / 1000, 1)} s`);
+    // What the GitTargets cost until all Ready, whatever the machine's load: the server's CPU
+    // (main thread, other threads: the git workers) and Redis commands, per tenant.
+    const readyCpu0 = threadCpuMs(child.pid);
+    const readyCmds0 = await redisCommandCalls(redis);
     const t0 = performance.now();
     await pool(n, SETUP_IN_FLIGHT, async (i) => createTenantTarget(t, agent, i, IDLE_SECONDS));
     const createdMs = performance.now() - t0;
-    log(`${n} GitTargets created in ${fmt(createdMs / 1000, 1)} s`);
+    log(`${n} GitTargets created in ${fmt(createdMs / 1000, 1)} s (${fmt(n / (createdMs / 1000), 0)}/s)`);
     // A full list of the GitTargets is ~2 KiB per tenant: polled every second up to 1,000 tenants,
     // more rarely above, so the polling itself does not load the server it waits for.
     const pollMs = Math.max(1000, n / 2);
@@ -153,7 +165,13 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
       st = await readyCount(t, agent);
     }
     const readyMs = performance.now() - t0;
-    log(`${n} GitTargets Ready ${fmt(readyMs / 1000, 1)} s after the first create`);
+    const readyCpu1 = threadCpuMs(child.pid);
+    const readyCmds = Object.values(commandDelta(readyCmds0, await redisCommandCalls(redis))).reduce((a, b) => a + b, 0);
+    // The polling list of the GitTargets (above) is in these figures too: ~n / 2 ms apart.
+    const writes = await statusWrites(t, agent);
+    const perTenant = { main: (readyCpu1.main - readyCpu0.main) / n, others: (readyCpu1.others - readyCpu0.others) / n, cmds: readyCmds / n, writes: (writes['200'] ?? 0) / n, conflicts: (writes['409'] ?? 0) / n };
+    log(`status writes per tenant: ${fmt(perTenant.writes, 2)} stored, ${fmt(perTenant.conflicts, 2)} conflicts (409, retried); the set-up retried ${retried.unavailable} answers 503`);
+    log(`${n} GitTargets Ready ${fmt(readyMs / 1000, 1)} s after the first create; per tenant: server CPU ${fmt(perTenant.main, 1)} ms main thread + ${fmt(perTenant.others, 1)} ms other threads, ${fmt(perTenant.cmds, 1)} Redis commands`);
     // The set-up's connections are closed: the descriptors counted at rest are the server's own
     // (and the one connection the measurement uses), not the load generator's.
     agent.destroy();
@@ -251,6 +269,9 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const run = beginRun({ bench: 'scale', scenario: `scale.tenants-${n}`, title: `${n.toLocaleString('en-US')} tenants: GitTargets on their own sandbox namespace and local: repository`, order, params: { n, objectsPerTenant: objects, idleSeconds: IDLE_SECONDS, restAfterReadyMs: REST_AFTER_READY_MS, measureMs: MEASURE_MS, edits, editsPerSecond: EDITS_PER_SECOND, editConnections: EDIT_CONNECTIONS, quick, serverArgs: extraServerArgs() }, started });
     run.samples('edit → pushed commit ms', lat);
     run.row({ metric: 'first GitTarget create → all Ready', unit: 's', value: readyMs / 1000, digits: 1, notes: `creating the ${n} GitTargets (after their namespaces and ${objects} ConfigMaps each, not timed; ${SETUP_IN_FLIGHT} requests in flight) took ${fmt(createdMs / 1000, 1)} s of it` });
+    run.row({ metric: 'server CPU per tenant until all Ready, main thread', unit: 'ms', value: perTenant.main, digits: 1, notes: `other threads (git workers, libuv, GC) ${fmt(perTenant.others, 1)} ms; from the first GitTarget create to all Ready, /proc per thread; the bench's polling list included` });
+    run.row({ metric: 'Redis commands per tenant until all Ready', unit: 'cmds', value: perTenant.cmds, digits: 1, notes: 'INFO commandstats from the first GitTarget create to all Ready' });
+    run.row({ metric: 'GitTarget status writes per tenant until all Ready', unit: 'writes', value: perTenant.writes, digits: 2, notes: `${fmt(perTenant.conflicts, 2)} more per tenant failed with 409 Conflict and were retried (apiserver_request_total, verb update); the set-up retried ${retried.unavailable} answers 503` });
     const big = n >= 10_000;
     run.row({ metric: 'server CPU at rest', unit: '% of a core', value: cpuPct, digits: 2, ...(big ? { target: '≤ 2%', met: cpuPct <= 2 } : {}), notes: `${REST_AFTER_READY_MS / 1000} s after all Ready, over ${MEASURE_MS / 1000} s; by thread: ${byThread || 'none measurable'}; redis-server ${fmt(redisPct, 2)}%` });
     run.row({ metric: 'Redis commands at rest', unit: 'cmd/s', value: cmdRate, digits: 1, ...(big ? { target: '≤ 50/s', met: cmdRate <= 50 } : {}), notes: top });

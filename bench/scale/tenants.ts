@@ -17,10 +17,24 @@ export async function pool(n: number, concurrency: number, fn: (i: number) => Pr
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
 }
 
+/** 503 answers the set-up retried (after the Status's retryAfterSeconds), as a provisioning client would. */
+export const retried = { unavailable: 0 };
+
 async function must(t: Target, agent: https.Agent, method: string, path: string, body: unknown, expect: number[]): Promise<any> {
-  const r = await request(t, agent, { method, path, body: JSON.stringify(body) });
-  if (!expect.includes(r.status)) throw new Error(`${method} ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-  return r.body ? JSON.parse(r.body) : undefined;
+  for (let attempt = 1; ; attempt++) {
+    const r = await request(t, agent, { method, path, body: JSON.stringify(body) });
+    if (r.status === 503 && attempt < 10) {
+      // A create is all-or-nothing (one compare-and-swap): retrying a 503 creates the object once.
+      retried.unavailable++;
+      const after = Number((JSON.parse(r.body) as { details?: { retryAfterSeconds?: number } }).details?.retryAfterSeconds ?? 1);
+      await new Promise((res) => setTimeout(res, after * 1000));
+      continue;
+    }
+    // The 503 was ambiguous (the write may have been applied): the retry finds it created.
+    if (attempt > 1 && method === 'POST' && r.status === 409) return undefined;
+    if (!expect.includes(r.status)) throw new Error(`${method} ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    return r.body ? JSON.parse(r.body) : undefined;
+  }
 }
 
 export function gitTarget(ns: string, idleSeconds: number) {

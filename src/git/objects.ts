@@ -123,18 +123,12 @@ let tmpCounter = 0;
 
 // Synchronous on purpose: a handful of small files per commit cost less than the thread-pool
 // round trips of their async versions; large batches go to writePack instead.
-const fannedOut = new Set<string>();
-
-// All 256 fan-out directories are made once per repository and process: creating a directory is
-// the slowest step of writing a loose object, and a commit's few objects land in random ones.
-function ensureFanout(gitdir: string): void {
-  if (fannedOut.has(gitdir)) return;
-  for (let i = 0; i < 256; i++) mkdirSync(join(gitdir, 'objects', i.toString(16).padStart(2, '0')), { recursive: true });
-  fannedOut.add(gitdir);
-}
-
+//
+// A fan-out directory is made when a write finds it missing (ENOENT), as git itself does: making
+// all 256 up front cost a new repository 256 mkdirs for a first commit of three or four objects,
+// and with thousands of one-object GitTargets on their own repositories those mkdirs were most of
+// the git workers' time (bench/scale, docs/benchmarks.md "scale.tenants").
 export function writeLoose(gitdir: string, o: PendingObject): void {
-  ensureFanout(gitdir);
   const dir = join(gitdir, 'objects', o.oid.slice(0, 2));
   const file = join(dir, o.oid.slice(2));
   if (existsSync(file)) return;
@@ -147,7 +141,7 @@ export function writeLoose(gitdir: string, o: PendingObject): void {
   try {
     writeFileSync(tmp, data, { mode: 0o444 });
   } catch (e) {
-    // `git prune` removes empty fan-out directories, possibly after we made them.
+    // Not made yet (a new repository), or removed by `git prune` when it emptied it.
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     mkdirSync(dir, { recursive: true });
     writeFileSync(tmp, data, { mode: 0o444 });

@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneAndCheck, git } from '../git/git-cli.js';
 import { ManualClock } from '../support/clock.js';
+import { WindowRecords, emptyRecord, recordSnapshot } from '../../src/controllers/windows/record.js';
+import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
 import { COMMITTER, GT, configMap, createGitSecret, createGitTarget, gitServer, startHarness, tempDir, waitFor } from './harness.js';
 
 const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
@@ -135,4 +137,44 @@ test('maxAgeSeconds closes a window that never goes quiet (Auto) and an OnReques
   assert.deepEqual(log.filter((l) => l.includes('team-a/busy')), [`${BOT}|${BOT}|Update configmaps team-a/busy-5`, `${BOT}|${BOT}|Update 5 objects in team-a/busy`]);
   const closed = lines.map((l) => JSON.parse(l) as { msg: string; gitTarget?: string; reason?: string }).filter((l) => l.msg === 'window committed');
   assert.deepEqual(closed.map((l) => `${l.gitTarget} ${l.reason}`).sort(), ['team-a/busy max-age', 'team-a/busy max-age', 'team-a/quiet max-age']);
+});
+
+test('a snapshot outcome recorded by another replica reaches the listeners of its target, and only theirs, from the windows informer', { timeout: 30_000 }, async (t) => {
+  const h = await startHarness(t, { dataDir: tempDir(t, 'windows-landed-') });
+  const remote = await gitServer(t);
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 1 });
+  const sink = h.running.sink!;
+  const mine: string[] = [];
+  const others: string[] = [];
+  const all: string[] = [];
+  sink.onSnapshotLanded((_t, id, o) => mine.push(`${id}:${o.outcome}:${o.sha}`), key.uid);
+  sink.onSnapshotLanded((_t, id) => others.push(id), 'another-uid');
+  sink.onSnapshotLanded((_t, id) => all.push(id));
+  // Another replica landed it: the outcome is in the Store only (no call to this replica's sink).
+  const sha = 'a'.repeat(40);
+  await new WindowRecords(h.store).mutate(key, (r) => recordSnapshot(r, 'g1-elsewhere', { outcome: 'Committed', sha, time: '2026-12-01T00:00:00Z' }));
+  await waitFor('the landing seen', () => mine.length > 0, 10_000, 10);
+  assert.deepEqual(mine, [`g1-elsewhere:Committed:${sha}`]);
+  assert.deepEqual(others, []);
+  // Listeners of every landing hear only this replica's own (commit.ts notifySnapshot), as before.
+  assert.deepEqual(all, []);
+});
+
+test('while this replica records a landing, the record\'s event reaches the target\'s listeners only through notifySnapshot, after the status write', { timeout: 30_000 }, async (t) => {
+  const h = await startHarness(t, { dataDir: tempDir(t, 'windows-hold-') });
+  const sink = new StoreWindowSink(new WindowRecords(h.store), () => undefined);
+  const key = { cluster: '_', namespace: 'team-a', name: 'held', uid: 'uid-held' };
+  const heard: string[] = [];
+  sink.onSnapshotLanded((_t, id, o) => heard.push(`${id}:${o.outcome}`), key.uid);
+  const rec = emptyRecord(key);
+  recordSnapshot(rec, 's1', { outcome: 'Committed', sha: 'c'.repeat(40), time: '2026-12-01T00:00:00Z' });
+  sink.holdObserved(key.uid);
+  sink.observeRecord(rec);
+  assert.deepEqual(heard, []);
+  sink.notifySnapshot(key, 's1', { outcome: 'Committed', sha: 'c'.repeat(40), time: '2026-12-01T00:00:00Z' });
+  assert.deepEqual(heard, ['s1:Committed']);
+  // Released by the notice: the next record event is delivered again (the mirror filters by id).
+  sink.observeRecord(rec);
+  assert.deepEqual(heard, ['s1:Committed', 's1:Committed']);
 });

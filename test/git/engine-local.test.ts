@@ -101,3 +101,22 @@ test('an object a human moved to another file is edited where it now lives', asy
   assert.equal((await git(bare, 'ls-tree', '-r', '--name-only', 'main')).trim(), 'f/everything.yaml');
   assert.match(await git(bare, 'show', 'main:f/everything.yaml'), /v: "2"/);
 });
+
+test('a new repository gets only the loose-object directories its objects need, made again after git gc removed them', { timeout: 30_000 }, async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir });
+  const one = (v: string) => engine.commit({ repository: { url: 'local:one' }, branch: 'main', folder: '.', changes: [{ op: 'write', object: configMap('cm', 'ns', { v }) }], author: alice, message: v });
+  const r = await one('a');
+  assert.equal(r.outcome === 'Committed' && r.objectsWritten, 5); // blob, 3 trees (root, ns, configmaps), commit
+  const gitdir = join(dir, 'git', 'one.git');
+  const fanout = () => readdirSync(join(gitdir, 'objects')).filter((d) => /^[0-9a-f]{2}$/.test(d)).sort();
+  const oids = (await git(gitdir, 'rev-list', '--objects', 'main')).trim().split('\n').map((l) => l.slice(0, 40));
+  assert.equal(oids.length, 5);
+  assert.deepEqual(fanout(), [...new Set(oids.map((o) => o.slice(0, 2)))].sort());
+  // gc packs the loose objects and removes the emptied directories: the next commit makes its own.
+  await git(gitdir, 'gc', '--quiet', '--prune=now');
+  assert.deepEqual(fanout(), []);
+  assert.equal((await one('b')).outcome, 'Committed');
+  await git(gitdir, 'fsck', '--strict', '--no-dangling');
+  assert.equal((await git(gitdir, 'log', '--format=%s', 'main')).trim(), 'b\na');
+});

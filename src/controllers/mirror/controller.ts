@@ -57,6 +57,13 @@ interface Running {
   report?: MirrorReport;
 }
 
+/**
+ * GitTargets reconciled at once. A reconcile mostly waits (the lease, discovery, the status write's
+ * store round trips); one at a time, a thousand new GitTargets queued behind each other's round
+ * trips (bench/scale). One key still runs once at a time (runtime/queue.ts).
+ */
+export const MIRROR_CONCURRENCY = 32;
+
 /** This controller's claim on a GitTarget's lease (shared with the windows controller). */
 const CLAIMANT = 'mirror';
 
@@ -124,7 +131,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (!keepLease) await keeper.release(targetLeaseName({ ...parseKey(key), uid: r.uid }), CLAIMANT);
   };
 
-  const writeStatus = async (key: string, uid: string, s: MirrorStatus) => {
+  const writeStatusNow = async (key: string, uid: string, s: MirrorStatus) => {
     // Compared with the informer's copy first: a status that would not change costs no store read
     // (a consistent read is a Redis round trip). A stale copy is safe: the newer version's event
     // reconciles the key again, and that compares with it.
@@ -132,6 +139,18 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     if (cached?.metadata.uid === uid && mergeStatus(cached, s, '') === undefined) return;
     const k = parseKey(key);
     return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+  };
+
+  // One status write at a time per GitTarget, in the order they were computed: the reconcile's and
+  // the stream timer's (scheduleStatus) ran side by side and each made the other's compare-and-swap
+  // fail (at 10,000 new GitTargets, more conflicts than GitTargets; each retry is a read, a
+  // validation and a write again).
+  const statusWrites = new Map<string, Promise<void>>();
+  const writeStatus = (key: string, uid: string, s: MirrorStatus): Promise<void> => {
+    const run = (statusWrites.get(key) ?? Promise.resolve()).then(() => writeStatusNow(key, uid, s)).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    statusWrites.set(key, run);
+    void run.then(() => statusWrites.get(key) === run && statusWrites.delete(key));
+    return run;
   };
 
   // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
@@ -288,7 +307,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     return usesSecret(spec) ? { requeueAfterMs: recheckMs } : undefined;
   };
 
-  const queue = new WorkQueue(reconcile, { name: 'mirror', log });
+  const queue = new WorkQueue(reconcile, { name: 'mirror', concurrency: MIRROR_CONCURRENCY, log });
   deps.authority?.onChange((key) => queue.add(key));
   informer.on({
     upsert: (o) => {

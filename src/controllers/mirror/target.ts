@@ -27,6 +27,8 @@ export type PruneMode = 'Never' | 'OnEvent' | 'Always';
 
 /** Objects sanitized per turn of the event loop when a whole listing is handed over. */
 const SANITIZE_BATCH = 500;
+/** How often a queued snapshot's outcome is read from the Store, besides the sink's push of it. */
+const SNAPSHOT_POLL_MS = 60_000;
 
 export interface MirrorSpec {
   resources: Array<{ group: string; version?: string; resource: string; namespaces?: string[]; labelSelector?: string }>;
@@ -329,7 +331,7 @@ export class TargetMirror {
       this.snapshotId = id;
       this.unsubscribe = this.d.sink.onSnapshotLanded((t, landed, outcome) => {
         if (t.uid === this.d.key.uid && landed === id) this.landed(outcome);
-      });
+      }, this.d.key.uid);
       const listedMs = Date.now() - this.startedAt;
       await this.d.sink.snapshot(this.d.key, { id, writes, deletes });
       this.d.log.info('snapshot queued', {
@@ -340,10 +342,14 @@ export class TargetMirror {
         listedMs,
         queuedMs: Date.now() - this.startedAt - listedMs,
       });
-      // Another replica may land it (lease moved): its outcome is in the Store.
-      this.pollTimer = setInterval(() => {
-        void this.d.sink.snapshotOutcome(this.d.key, id).then((o) => o && this.landed(o), () => undefined);
-      }, 1_000);
+      // The landing is pushed by the sink, also when another replica lands it (the lease moved: the
+      // windows informer sees the outcome in the Store, windows/sink.ts observeRecord). Read once
+      // now for a snapshot that had landed before (the same id submitted again is a no-op), then
+      // rarely, as a safety net only: a poll per second per waiting target was thousands of
+      // consistent reads per second while thousands of new GitTargets waited for their first commit.
+      const check = () => void this.d.sink.snapshotOutcome(this.d.key, id).then((o) => o && this.landed(o), () => undefined);
+      check();
+      this.pollTimer = setInterval(check, SNAPSHOT_POLL_MS);
     }).catch((e) => {
       // Not durable: submit again after a pause, from the same state.
       this.d.log.warn('snapshot not queued; retrying', { target: `${this.d.key.namespace}/${this.d.key.name}`, error: (e as Error).message });

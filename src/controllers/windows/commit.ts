@@ -88,6 +88,8 @@ export class WindowCommits {
     const now = clock.now();
     const landed = hasLanded(result, w.closing!.attempts);
     const sha = result.sha;
+    // The mirror hears of a snapshot's landing from notifySnapshot below, after the status write.
+    if (w.snapshotId) sink.holdObserved(target.uid);
     await records.mutate(target, (r) => recordLanded(r, w.seq, { landed, sha, branch: spec.branch, author, authorKind, now }));
     const recordedAt = Date.now();
     // The outcome is recorded: nothing refers to the chunks any more (a crash before this leaves them to the sweep).

@@ -121,6 +121,8 @@ export class WindowsController {
         const key = keyOf(o, clusterOf(o));
         if ((o as WindowRecord).staging?.length) this.staged.add(key);
         else this.staged.delete(key);
+        // A snapshot outcome recorded (here or by another replica) reaches the mirror waiting for it.
+        this.sink.observeRecord(o as WindowRecord);
         this.queue.add(key);
         // While a GitTarget's commits fail, reconciles wait out the backoff: pendingChanges follows the record from here.
         if (this.commits.failing.has(key)) this.pendingWrites.note(key);

@@ -13,10 +13,18 @@ import { addChanges, applySnapshot, snapshotChanges } from './transitions.js';
 import { reconcile } from './reconcile.js';
 import type { PendingChange, SnapshotInput, TargetKey, WindowOutcome, WindowSink } from './types.js';
 
+/** The longest a landing being recorded keeps its record's event from the mirror (holdObserved). */
+const HOLD_MS = 10_000;
+
 export type SnapshotListener = (target: TargetKey, id: string, outcome: WindowOutcome) => void;
 
 export class StoreWindowSink implements WindowSink {
+  /** Listeners of every landing on this replica. */
   private readonly listeners = new Set<SnapshotListener>();
+  /** Listeners of one target (by uid): found without looking at the others (a mirror each, thousands waiting at once). */
+  private readonly byTarget = new Map<string, Set<SnapshotListener>>();
+  /** Targets whose landing this replica is recording (holdObserved): the record it skipped meanwhile. */
+  private readonly held = new Map<string, { timer: NodeJS.Timeout; skipped?: WindowRecord }>();
   readonly chunks: WindowChunks;
 
   constructor(
@@ -98,19 +106,71 @@ export class StoreWindowSink implements WindowSink {
     return outcome;
   }
 
-  onSnapshotLanded(listener: SnapshotListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  onSnapshotLanded(listener: SnapshotListener, uid?: string): () => void {
+    if (uid === undefined) {
+      this.listeners.add(listener);
+      return () => this.listeners.delete(listener);
+    }
+    let set = this.byTarget.get(uid);
+    if (!set) this.byTarget.set(uid, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.byTarget.get(uid) === set) this.byTarget.delete(uid);
+    };
+  }
+
+  /**
+   * The windows controller is recording a landing of this target and will notifySnapshot after
+   * its status write: until then, observeRecord keeps the target's records from its listeners (the
+   * mirror would write Synced beside that status write, and one of the two compare-and-swaps fail).
+   * A hold that is not released within HOLD_MS (a step after the record failed) delivers the record it kept.
+   */
+  holdObserved(uid: string): void {
+    const prev = this.held.get(uid);
+    if (prev) clearTimeout(prev.timer);
+    const h: { timer: NodeJS.Timeout; skipped?: WindowRecord } = {
+      timer: setTimeout(() => {
+        if (this.held.get(uid) !== h) return;
+        this.held.delete(uid);
+        if (h.skipped) this.observeRecord(h.skipped);
+      }, HOLD_MS),
+    };
+    h.timer.unref();
+    this.held.set(uid, h);
   }
 
   /** Called by the windows controller when a snapshot window was committed. */
   notifySnapshot(target: TargetKey, id: string, outcome: WindowOutcome): void {
-    for (const l of this.listeners) {
-      try {
-        l(target, id, outcome);
-      } catch (e) {
-        this.log?.error('snapshot listener threw', { error: (e as Error).message });
-      }
+    const h = this.held.get(target.uid);
+    if (h) {
+      clearTimeout(h.timer);
+      this.held.delete(target.uid);
+    }
+    for (const l of [...this.listeners, ...(this.byTarget.get(target.uid) ?? [])]) this.call(l, target, id, outcome);
+  }
+
+  /**
+   * A window record as the windows informer saw it (written by this replica or another): the
+   * snapshot outcomes it holds reach the listeners of its target, so a mirror learns of a landing
+   * without reading the record itself (controllers/mirror/target.ts).
+   */
+  observeRecord(rec: WindowRecord): void {
+    const set = rec.target?.uid === undefined ? undefined : this.byTarget.get(rec.target.uid);
+    if (!set || !Array.isArray(rec.snapshots)) return;
+    const h = this.held.get(rec.target.uid);
+    if (h) {
+      h.skipped = rec;
+      return;
+    }
+    for (const { id, ...outcome } of rec.snapshots) for (const l of [...set]) this.call(l, rec.target, id, outcome);
+  }
+
+  private call(l: SnapshotListener, target: TargetKey, id: string, outcome: WindowOutcome): void {
+    try {
+      l(target, id, outcome);
+    } catch (e) {
+      this.log?.error('snapshot listener threw', { error: (e as Error).message });
     }
   }
 }

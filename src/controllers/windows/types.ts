@@ -73,7 +73,9 @@ export interface WindowSink {
   snapshotOutcome(target: TargetKey, id: string): Promise<WindowOutcome | undefined>;
   /**
    * Calls `listener` whenever a snapshot of any target lands (on the replica that holds the
-   * target's lease; other replicas see it through snapshotOutcome / the Store). Returns an unsubscribe.
+   * target's lease; other replicas see it through snapshotOutcome / the Store). With `uid`, only
+   * that target's, and also as the replica sees its outcomes recorded in the Store, whoever landed
+   * them (possibly more than once, and for earlier snapshots: filter by id). Returns an unsubscribe.
    */
-  onSnapshotLanded(listener: (target: TargetKey, id: string, outcome: WindowOutcome) => void): () => void;
+  onSnapshotLanded(listener: (target: TargetKey, id: string, outcome: WindowOutcome) => void, uid?: string): () => void;
 }
