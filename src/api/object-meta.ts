@@ -116,13 +116,28 @@ export function* finalizerErrors(meta: Record<string, any>, errs: FieldError[]):
   for (let i = 0; i < finalizers.length; i++) {
     if ((i & 255) === 255) yield;
     const f = finalizers[i];
-    if (typeof f !== 'string' || labelKeyErrors(f).length > 0) {
+    if (typeof f !== 'string' || (!plainQualifiedName(f) && labelKeyErrors(f).length > 0)) {
       errs.push(invalidValue(`metadata.finalizers[${i}]`, f, 'must be a qualified name (e.g. example.com/my-finalizer)'));
     } else if (seen.has(f)) {
       errs.push({ type: 'FieldValueDuplicate', field: `metadata.finalizers[${i}]`, value: f });
     } else seen.add(f);
   }
   return errs;
+}
+
+/** A qualified name with an optional DNS-subdomain prefix, ASCII only (so characters are bytes). */
+const PLAIN_QUALIFIED_NAME = /^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\/)?(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+
+/**
+ * Whether labelKeyErrors(key) is certainly empty, by one regex and two lengths instead of its
+ * slices, byte counts and three regexes: a 3 MiB list has 136,000 finalizers to check. False
+ * means "ask labelKeyErrors" (which also words the errors). Keys longer than any valid one never
+ * reach the regex.
+ */
+function plainQualifiedName(key: string): boolean {
+  if (key.length > 253 + 1 + 63 || !PLAIN_QUALIFIED_NAME.test(key)) return false;
+  const slash = key.indexOf('/');
+  return slash <= 253 && key.length - slash - 1 <= 63;
 }
 
 /**

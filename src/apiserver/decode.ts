@@ -24,9 +24,27 @@ function tooDeep(what: string): status.StatusError {
 
 interface Frame {
   object: boolean;
-  keys?: Set<string>;
+  /** The object's keys so far: an array while it has few (most objects), a Set past SMALL_OBJECT_KEYS. */
+  keys?: string[] | Set<string>;
   key?: string;
   index: number;
+}
+
+/** Keys an object's frame keeps in an array (a Set per object of a 91,000-item list cost more). */
+const SMALL_OBJECT_KEYS = 16;
+
+/** Whether `key` was seen in this object before; records it otherwise. */
+function seen(frame: Frame, key: string): boolean {
+  const keys = frame.keys!;
+  if (Array.isArray(keys)) {
+    if (keys.includes(key)) return true;
+    keys.push(key);
+    if (keys.length > SMALL_OBJECT_KEYS) frame.keys = new Set(keys);
+    return false;
+  }
+  if (keys.has(key)) return true;
+  keys.add(key);
+  return false;
 }
 
 function pathOf(stack: Frame[], last: string): string {
@@ -62,23 +80,27 @@ function* scanJSONWork(text: string, what: string): Work<string[]> {
     }
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
+      // The closing quote: the next one not escaped, i.e. not after an odd run of backslashes.
+      // indexOf skips a string's characters natively; a body of one long list is almost all strings.
       let j = i + 1;
-      let escaped = false;
-      while (j < n) {
-        const d = text.charCodeAt(j);
-        if (d === 0x5c /* \ */) {
-          escaped = true;
-          j += 2;
-          continue;
+      for (;;) {
+        const q = text.indexOf('"', j);
+        if (q < 0) {
+          j = n;
+          break;
         }
-        if (d === 0x22) break;
-        j++;
+        let b = q - 1;
+        while (b > i && text.charCodeAt(b) === 0x5c /* \ */) b--;
+        j = q;
+        if ((q - 1 - b) % 2 === 0) break;
+        j = q + 1;
       }
       const top = stack[stack.length - 1];
       if (top?.object && expectKey) {
+        let escaped = false;
+        for (let k = i + 1; k < j && !escaped; k++) escaped = text.charCodeAt(k) === 0x5c;
         const key = escaped ? unescapeKey(text.slice(i, j + 1)) : text.slice(i + 1, j);
-        if (top.keys!.has(key)) duplicates.push(pathOf(stack, key));
-        else top.keys!.add(key);
+        if (seen(top, key)) duplicates.push(pathOf(stack, key));
         top.key = key;
         expectKey = false;
       }
@@ -86,7 +108,7 @@ function* scanJSONWork(text: string, what: string): Work<string[]> {
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (stack.length >= MAX_NESTING_DEPTH) throw tooDeep(what);
       const object = c === 0x7b;
-      stack.push(object ? { object, keys: new Set(), index: 0 } : { object, index: 0 });
+      stack.push(object ? { object, keys: [], index: 0 } : { object, index: 0 });
       expectKey = object;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();

@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gzip, gzipSync } from 'node:zlib';
 import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
+import { LEAF } from '../registry/apply/leaf.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
@@ -106,12 +107,28 @@ class Pieces {
 function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
   if (Array.isArray(v)) {
     parts.push('[');
-    for (let i = 0; i < v.length; i++) {
+    for (let i = 0; i < v.length; ) {
       if (i > 0) parts.push(',');
       const x = v[i];
-      if (x !== null && typeof x === 'object') yield* stringifyWork(x, parts);
-      else parts.push(x === undefined || typeof x === 'function' || typeof x === 'symbol' ? 'null' : JSON.stringify(x));
-      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+      if (x !== null && typeof x === 'object') {
+        yield* stringifyWork(x, parts);
+        i++;
+        if ((i & YIELD_MASK) === 0) yield;
+        continue;
+      }
+      // A run of up to 256 items that are not objects (a list of finalizers) in one
+      // JSON.stringify, whose output for them (null for undefined, functions and symbols) is the
+      // same item by item, for a fraction of the calls and pieces.
+      let end = i + 1;
+      while (end < v.length && end - i <= YIELD_MASK) {
+        const y = v[end];
+        if (y !== null && typeof y === 'object') break;
+        end++;
+      }
+      const run = JSON.stringify(end - i === v.length ? v : v.slice(i, end));
+      parts.push(run.slice(1, -1));
+      i = end;
+      yield;
     }
     parts.push(']');
     return;
@@ -128,13 +145,24 @@ function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
   for (const k of Object.keys(o)) {
     const x = o[k];
     if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue;
-    parts.push(first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`);
+    const name = first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
     first = false;
-    if (x !== null && typeof x === 'object') yield* stringifyWork(x, parts);
-    else parts.push(JSON.stringify(x));
+    // An empty object (every member of a fieldsV1 set) is written with its key: one piece, not three.
+    if (x === LEAF || (x !== null && typeof x === 'object' && isEmptyPlainObject(x))) parts.push(`${name}{}`);
+    else if (x !== null && typeof x === 'object') {
+      parts.push(name);
+      yield* stringifyWork(x, parts);
+    } else parts.push(`${name}${JSON.stringify(x)}`);
     if ((++i & YIELD_MASK) === YIELD_MASK) yield;
   }
   parts.push('}');
+}
+
+/** `{}` as JSON data: no own enumerable key and nothing that would serialize it otherwise. */
+function isEmptyPlainObject(x: object): boolean {
+  if (Array.isArray(x) || typeof (x as { toJSON?: unknown }).toJSON === 'function') return false;
+  for (const _ in x) return false;
+  return true;
 }
 
 const gzipAsync = promisify(gzip);

@@ -11,6 +11,7 @@ import type { ServerMetrics } from '../metrics/metrics.js';
 import type { KubeObject, ObjectKey, ResourceRef, Store } from '../storage/types.js';
 import { Registries } from '../registry/registries.js';
 import { systemContext, systemWriteOptions } from '../registry/context.js';
+import { cloneInSlices } from '../registry/apply/work.js';
 
 export type RequestMetrics = Pick<ServerMetrics, 'requests' | 'requestDuration'>;
 
@@ -46,7 +47,9 @@ export class SystemClient {
         throw e;
       }
       if (uid !== undefined && cur.metadata.uid !== uid) return undefined;
-      const next = structuredClone(cur);
+      // A copy made in slices (src/registry/apply/work.ts): structuredClone of an object holding a
+      // 3 MiB list and its managedFields stopped the event loop for 100 ms or more at once.
+      const next = await cloneInSlices(cur);
       const status = (next.status && typeof next.status === 'object' ? next.status : {}) as Record<string, unknown>;
       if (!fn(status, next)) return cur;
       next.status = status;

@@ -11,7 +11,7 @@ import * as status from '../api/status.js';
 import type { KubeObject } from '../model/object.js';
 import { type ListResult, type ObjectKey, type ResourceRef, type Store, type WatchCallbacks, type WatchHandle, StorageError } from '../storage/types.js';
 import { clone, dropEmptyMaps, generateName, newUID, nowTimestamp, parseRV, specChanged, stampCluster } from './metadata.js';
-import { FieldManager, sameIgnoringManagedTimes } from './apply/field-manager.js';
+import { FieldManager, sameIgnoringManagedTimesWork } from './apply/field-manager.js';
 import { listTypeErrorsWork } from './apply/list-rules.js';
 import { breathe, cloneInSlices, inSlices } from './apply/work.js';
 import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
@@ -324,9 +324,13 @@ export class Registry {
     const o = old.metadata;
     m.name = name;
     if (this.def.namespaced) m.namespace = namespace;
-    for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
-      if (o[k] === undefined) delete m[k];
-      else m[k] = (await cloneInSlices(o[k])) as never;
+    // A /status write's metadata is the copy of old's made above: copying its managedFields again
+    // (every item of a 3 MiB list, once more) would change nothing.
+    if (subresource !== 'status') {
+      for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation', 'managedFields'] as const) {
+        if (o[k] === undefined) delete m[k];
+        else m[k] = (await cloneInSlices(o[k])) as never;
+      }
     }
     m.resourceVersion = o.resourceVersion;
     if (m.finalizers?.length === 0) delete m.finalizers;
@@ -347,7 +351,7 @@ export class Registry {
     await breathe();
     // A write that changes nothing but managedFields timestamps stores nothing (kube's
     // IgnoreManagedFieldsTimestampsTransformer): the resourceVersion stays.
-    if (sameIgnoringManagedTimes(next, old)) return { object: old, warnings };
+    if (await inSlices(sameIgnoringManagedTimesWork(next, old))) return { object: old, warnings };
     await breathe();
     if (opts.dryRun) return { object: next, warnings };
     const key = this.key(ctx, namespace, name);

@@ -6,7 +6,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import * as status from '../../api/status.js';
 import type { KubeObject } from '../../storage/types.js';
-import { clone, deepEqual, nowTimestamp } from '../metadata.js';
+import { clone, nowTimestamp } from '../metadata.js';
 import { FieldSet } from './fieldset.js';
 import {
   type Managed,
@@ -21,7 +21,7 @@ import {
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
 import { ApplyValueError, compare, setOwn, toFieldSet } from './typed.js';
-import { type Work, finish, inSlices } from './work.js';
+import { type Work, YIELD_MASK, deepEqualWork, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -71,9 +71,9 @@ export class FieldManager {
     return subresource === 'status' ? this.resetStatus : this.resetMain;
   }
 
-  private *decodeOrEmpty(entries: unknown): Work<Managed> {
+  private *decodeOrEmpty(entries: unknown, stored = false): Work<Managed> {
     try {
-      return yield* decodeManagedFieldsWork(entries);
+      return yield* decodeManagedFieldsWork(entries, stored);
     } catch {
       return new Map();
     }
@@ -96,11 +96,11 @@ export class FieldManager {
   private *updateWork(live: KubeObject | undefined, next: KubeObject, requestManaged: unknown, manager: string, subresource: string): Work<void> {
     let managed: Managed;
     if (!live) managed = new Map();
-    else if (subresource) managed = yield* this.decodeOrEmpty(live.metadata.managedFields);
+    else if (subresource) managed = yield* this.decodeOrEmpty(live.metadata.managedFields, true);
     else if (isResetRequest(requestManaged)) managed = new Map();
     else {
       managed = yield* this.decodeOrEmpty(requestManaged);
-      if (managed.size === 0) managed = yield* this.decodeOrEmpty(live.metadata.managedFields);
+      if (managed.size === 0) managed = yield* this.decodeOrEmpty(live.metadata.managedFields, true);
     }
     // An existing object nobody tracks stays untracked until someone applies (skipnonapplied.go).
     if (live && managed.size === 0) {
@@ -154,7 +154,7 @@ export class FieldManager {
       throw status.badRequest('metadata.managedFields must be nil');
     }
     const liveValue: KubeObject = live ? withoutManaged(live) : ({ apiVersion: this.apiVersion, kind: this.kind, metadata: {} } as KubeObject);
-    const managed = yield* this.decodeOrEmpty(live?.metadata.managedFields);
+    const managed = yield* this.decodeOrEmpty(live?.metadata.managedFields, true);
     if (live && managed.size === 0) {
       // Fields that predate any tracking are owned by "before-first-apply", so an applier's
       // change to them is a conflict instead of a silent takeover.
@@ -165,14 +165,14 @@ export class FieldManager {
     function* attempt(forced: boolean): Work<{ object: KubeObject; managed: Managed }> {
       const m: Managed = new Map(managed);
       const entry: Omit<ManagerEntry, 'set'> = { manager, operation: 'Apply', apiVersion: self.apiVersion, subresource, time: managed.get(id)?.time };
-      const out = yield* self.wrap(name, applyOwnership(liveValue, config as Record<string, unknown>, self.shape, m, id, entry, forced, self.reset(subresource)));
+      const out = yield* self.wrap(name, applyOwnership(liveValue, config as Record<string, unknown>, self.shape, m, id, entry, forced, self.reset(subresource), live === undefined));
       const mine = m.get(id);
       if (mine) {
         const set = mine.set.difference(STRIPPED);
         if (set.empty()) m.delete(id);
         else m.set(id, { ...mine, set, time: out.object !== undefined ? nowTimestamp() : mine.time });
       }
-      const object = (out.object === undefined ? clone(liveValue) : dropNulls(out.object)) as KubeObject;
+      const object = (out.object === undefined ? clone(liveValue) : yield* dropNulls(out.object)) as KubeObject;
       return { object, managed: m };
     }
     let result: { object: KubeObject; managed: Managed };
@@ -228,11 +228,20 @@ export class FieldManager {
  * An applied `null` means "owned, and absent": the field is dropped from the object, as kube's
  * decoding of the merged object drops nulls of non-nullable fields.
  */
-function dropNulls(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(dropNulls);
+function* dropNulls(v: unknown): Work<unknown> {
+  if (Array.isArray(v)) {
+    // Work that yields every few hundred items: the merged object may hold a 3 MiB list.
+    const out: unknown[] = new Array(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      out[i] = Array.isArray(x) || isPlainObject(x) ? yield* dropNulls(x) : x;
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
+    return out;
+  }
   if (!isPlainObject(v)) return v;
   const out: Record<string, unknown> = {};
-  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) setOwn(out, k, dropNulls(child));
+  for (const [k, child] of Object.entries(v)) if (child !== null && child !== undefined) setOwn(out, k, yield* dropNulls(child));
   return out;
 }
 
@@ -280,9 +289,14 @@ export function conflictError(conflicts: Conflict[]): status.StatusError {
 
 /** Whether two objects differ only in managedFields timestamps (then kube stores nothing). */
 export function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
+  return finish(sameIgnoringManagedTimesWork(a, b));
+}
+
+/** sameIgnoringManagedTimes as work in slices (work.ts deepEqualWork): the objects may hold a 3 MiB list. */
+export function sameIgnoringManagedTimesWork(a: KubeObject, b: KubeObject): Work<boolean> {
   const strip = (o: KubeObject) => ({
     ...o,
     metadata: { ...o.metadata, managedFields: (o.metadata.managedFields as Record<string, unknown>[] | undefined)?.map(({ time: _t, ...rest }) => rest) },
   });
-  return deepEqual(strip(a), strip(b));
+  return deepEqualWork(strip(a), strip(b));
 }

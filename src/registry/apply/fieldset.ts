@@ -3,7 +3,16 @@
 // deeper members. managedFields' fieldsV1 is exactly this trie written as JSON, with "." marking a
 // node that is both a member and a parent.
 import { type Path, type PathElement, compareElements, deserialize, serialize } from './path.js';
+import { LEAF } from './leaf.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
+
+/**
+ * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
+ * backslash, control character, <, >, &, U+2028/2029 or surrogate): its value is the text between
+ * the quotes and the key is already what serialize() gives (as is an `f:` key), so neither JSON.parse nor goJSON runs
+ * for it (the common case: a decoded list of 136,000 finalizers).
+ */
+const PLAIN_STRING_VALUE = /^v:"[^"\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]*"$/;
 
 interface Child {
   pe: PathElement;
@@ -210,9 +219,9 @@ export class FieldSet {
     // which cost most of the time on a list of 100,000 items.
     keys.sort();
     yield;
-    const out: Record<string, unknown> = dot ? { '.': {} } : {};
+    const out: Record<string, unknown> = dot ? { '.': LEAF } : {};
     for (let i = 0; i < keys.length; i++) {
-      out[keys[i]!] = inner.get(keys[i]!) ?? {};
+      out[keys[i]!] = inner.get(keys[i]!) ?? LEAF;
       if ((i & YIELD_MASK) === YIELD_MASK) yield;
     }
     return out;
@@ -233,7 +242,8 @@ export class FieldSet {
       if ((++i & YIELD_MASK) === YIELD_MASK) yield;
       if (k === '.') continue;
       const sub = o[k];
-      const pe = deserialize(k);
+      const plain = PLAIN_STRING_VALUE.test(k);
+      const pe: PathElement = plain ? { kind: 'v', value: k.slice(3, -1) } : deserialize(k);
       if (sub === null || typeof sub !== 'object' || Array.isArray(sub)) throw new Error(`fieldsV1 entry ${JSON.stringify(k)} must be an object`);
       let empty = true;
       let dot = false;
@@ -244,10 +254,11 @@ export class FieldSet {
         else other = true;
         if (dot && other) break;
       }
-      if (empty || dot) out.members.set(serialize(pe), pe);
+      const id = plain || pe.kind === 'f' ? k : serialize(pe);
+      if (empty || dot) out.members.set(id, pe);
       if (other) {
         const child = yield* FieldSet.fromFieldsV1Work(sub);
-        if (!child.empty()) out.children.set(serialize(pe), { pe, set: child });
+        if (!child.empty()) out.children.set(id, { pe, set: child });
       }
     }
     return out;

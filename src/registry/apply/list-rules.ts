@@ -20,18 +20,24 @@ export function* listTypeErrorsWork(value: unknown, shape: Shape, path = '', out
   if (s.kind === 'map' && isPlainObject(value) && !s.atomic) {
     for (const [k, v] of Object.entries(value)) yield* listTypeErrorsWork(v, fieldShape(s, k), path ? `${path}.${k}` : k, out);
   } else if (s.kind === 'list' && Array.isArray(value) && s.listType !== 'atomic') {
-    const seen = new Set<string>();
+    const seen = new Set<unknown>();
     for (let i = 0; i < value.length; i++) {
       if ((i & YIELD_MASK) === YIELD_MASK) yield;
       const item = value[i];
       let key: unknown = item;
+      let id: unknown;
       if (s.listType === 'map') {
         if (!isPlainObject(item)) continue;
         key = Object.fromEntries(s.keys.filter((k) => item[k] !== undefined).map((k) => [k, item[k]]));
+        id = goJSON(key);
       } else if (item !== null && typeof item === 'object') {
         continue; // the schema reports the wrong item type
+      } else {
+        // A scalar is its own identity: a Set tells equal scalars exactly where their Go JSON is
+        // equal (0 and -0 alike), without building a string per item; NaN and ±Infinity encode
+        // as null, so they count as null.
+        id = typeof item === 'number' && !Number.isFinite(item) ? null : item;
       }
-      const id = goJSON(key);
       if (seen.has(id)) out.push({ type: 'FieldValueDuplicate', field: `${path}[${i}]`, value: key });
       seen.add(id);
       // A set's items are scalars: nothing below them to check.

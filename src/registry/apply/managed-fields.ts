@@ -42,8 +42,27 @@ export function decodeManagedFields(entries: unknown): Managed {
   return finish(decodeManagedFieldsWork(entries));
 }
 
-/** decodeManagedFields in slices: a stored entry may own every item of a 3 MiB list. */
-export function* decodeManagedFieldsWork(entries: unknown): Work<Managed> {
+/**
+ * The stored fieldsV1 a set was decoded from. A set is never changed once built (fieldset.ts), so
+ * an entry whose set is still the decoded one encodes to that same JSON: encoding reuses it instead
+ * of rebuilding an object of 136,000 keys for a 3 MiB list (the status write after a server-side
+ * apply spent most of its time there). Only stored managedFields are remembered (what this module
+ * encoded, so canonical); a client's are encoded anew, as kube re-encodes them.
+ */
+const storedFieldsV1 = new WeakMap<FieldSet, Record<string, unknown>>();
+
+/**
+ * The other way: the set a stored fieldsV1 object encodes. The embedded store hands out the object
+ * it holds, so the write after a server-side apply (the controller's status write) decodes the
+ * 136,000 keys it just encoded unless the set is looked up by the fieldsV1 object itself.
+ */
+const setOfFieldsV1 = new WeakMap<object, FieldSet>();
+
+/**
+ * decodeManagedFields in slices: a stored entry may own every item of a 3 MiB list. `stored`: the
+ * entries are the stored object's (see storedFieldsV1).
+ */
+export function* decodeManagedFieldsWork(entries: unknown, stored = false): Work<Managed> {
   const out: Managed = new Map();
   if (entries === undefined || entries === null) return out;
   if (!Array.isArray(entries)) throw new Error('managedFields must be a list');
@@ -55,14 +74,20 @@ export function* decodeManagedFieldsWork(entries: unknown): Work<Managed> {
     if (e.fieldsType !== 'FieldsV1') throw new Error(`invalid fieldsType ${JSON.stringify(e.fieldsType)} in managed fields entry ${i}`);
     const manager = typeof e.manager === 'string' ? e.manager : '';
     const subresource = typeof e.subresource === 'string' ? e.subresource : '';
+    const fieldsV1 = e.fieldsV1;
+    const known = stored && fieldsV1 !== null && typeof fieldsV1 === 'object' ? setOfFieldsV1.get(fieldsV1) : undefined;
     const entry: ManagerEntry = {
       manager,
       operation: e.operation,
       apiVersion: e.apiVersion,
       subresource,
-      set: e.fieldsV1 === undefined || e.fieldsV1 === null ? new FieldSet() : yield* FieldSet.fromFieldsV1Work(e.fieldsV1),
+      set: known ?? (fieldsV1 === undefined || fieldsV1 === null ? new FieldSet() : yield* FieldSet.fromFieldsV1Work(fieldsV1)),
     };
     if (typeof e.time === 'string' && e.time !== '') entry.time = e.time;
+    if (stored && fieldsV1 !== null && typeof fieldsV1 === 'object') {
+      storedFieldsV1.set(entry.set, fieldsV1 as Record<string, unknown>);
+      setOfFieldsV1.set(fieldsV1, entry.set);
+    }
     out.set(managerId(manager, e.operation, e.apiVersion, subresource), entry);
   }
   return out;
@@ -111,7 +136,13 @@ export function* encodeManagedFieldsWork(managed: Managed): Work<Record<string, 
     const out: Record<string, unknown> = { manager: e.manager, operation: e.operation, apiVersion: e.apiVersion };
     if (e.time) out.time = e.time;
     out.fieldsType = 'FieldsV1';
-    out.fieldsV1 = yield* e.set.toFieldsV1Work();
+    let fieldsV1 = storedFieldsV1.get(e.set);
+    if (!fieldsV1) {
+      fieldsV1 = yield* e.set.toFieldsV1Work();
+      storedFieldsV1.set(e.set, fieldsV1);
+      setOfFieldsV1.set(fieldsV1, e.set);
+    }
+    out.fieldsV1 = fieldsV1;
     if (e.subresource) out.subresource = e.subresource;
     encoded.push(out);
   }

@@ -2,13 +2,12 @@
 // update (every changed field moves to the writer) and after an apply (the applier owns exactly what
 // it sent; what it stopped sending is removed unless someone else owns it; taking a field another
 // manager owns with a different value is a conflict unless forced).
-import { deepEqual } from '../metadata.js';
 import { FieldSet } from './fieldset.js';
 import { type Managed, type ManagerEntry } from './managed-fields.js';
 import type { Path } from './path.js';
 import type { Shape } from './schema.js';
 import { compareWork, ensureNamedFieldsAreMembers, mergeWork, removeItemsWork, toFieldSetWork, type Comparison } from './typed.js';
-import type { Work } from './work.js';
+import { type Work, deepEqualWork } from './work.js';
 
 export interface Conflict {
   managerId: string;
@@ -85,6 +84,8 @@ export function* applyOwnership(
   entry: Omit<ManagerEntry, 'set'>,
   force: boolean,
   reset: ResetFields,
+  /** `live` is the empty stub of an object that does not exist yet. */
+  creating = false,
 ): Work<ApplyOutcome> {
   const merged = yield* mergeWork(live, config, shape);
   const lastSet = managed.get(self)?.set;
@@ -100,7 +101,10 @@ export function* applyOwnership(
     const remove = ensureNamedFieldsAreMembers(lastSet, shape).difference(ensureNamedFieldsAreMembers(owned, shape));
     next = (yield* removeItemsWork(merged, remove, shape)) ?? {};
   }
-  yield* settle(live, next, shape, managed, self, force, reset);
-  return { object: deepEqual(live, next) ? undefined : next };
+  // settle's comparison only moves fields away from other managers. An object being created has
+  // none, and its comparison would only walk the config's items once more (toFieldSetWork above
+  // has already refused any it cannot place, with the same error): a 3 MiB list, skipped.
+  if (!creating || [...managed.keys()].some((id) => id !== self)) yield* settle(live, next, shape, managed, self, force, reset);
+  return { object: (yield* deepEqualWork(live, next)) ? undefined : next };
 }
 
