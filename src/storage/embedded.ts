@@ -59,8 +59,6 @@ interface Snapshot {
 
 /** How often expired records are dropped from memory (reads ignore them regardless). */
 const RECORD_SWEEP_MS = 5000;
-/** Values of a written object compared with its previous version (about 1 ms of work). */
-const SHARE_BUDGET = 20_000;
 
 export async function createEmbeddedStore(opts: EmbeddedStoreOptions = {}): Promise<Store & { durableBatches(): number; durableStats(): DurableStats | undefined; durableSettled(): Promise<void> }> {
   const store = new EmbeddedStore(opts);
@@ -235,7 +233,7 @@ class EmbeddedStore implements Store {
     // The registry builds each version as a copy of the one before it (src/registry/registry.ts):
     // sharing what the write left unchanged keeps the history's versions small. Bounded, as this
     // step holds the event loop: a larger object keeps the rest of its copy.
-    const stored = type === 'DELETED' ? withRV(obj, rv) : shareWithPrevious(withRV(obj, rv), rc.get(key), SHARE_BUDGET);
+    const stored = type === 'DELETED' ? withRV(obj, rv) : shareWithPrevious(withRV(obj, rv), rc.get(key));
     rc.apply(type, key, stored, rv);
     try {
       await this.persist({ op: type === 'DELETED' ? 'del' : 'put', r: resourceId(res), k: [key.cluster, key.namespace, key.name], t: type, o: stored });

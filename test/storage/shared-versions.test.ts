@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedStore } from '../../src/storage/embedded.js';
 import { createRedisStore } from '../../src/storage/redis/store.js';
-import { LEAF } from '../../src/storage/shared-values.js';
+import { LEAF, SHARE_BUDGET, shareWithPrevious } from '../../src/storage/shared-values.js';
 import type { KubeObject, Store, StoreEvent } from '../../src/storage/types.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { Collector, GT, key, rvOf } from './contract.js';
@@ -126,4 +126,21 @@ test('embedded: each written version shares the unchanged parts of the one befor
   const loaded = (await again.get(GT, key('a')))!;
   assert.equal(written(loaded), json[2]);
   assert.deepEqual(leaves(loaded), { count: 6, shared: 6 });
+});
+
+test('sharing stops at its budget: a larger object keeps its own copy past it, and serializes the same', () => {
+  const big = (): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', labels: { x: 'y' } }, spec: { items: Array.from({ length: SHARE_BUDGET }, (_, i) => ({ i })) } });
+  const prev = shareWithPrevious(big(), undefined);
+  const next = shareWithPrevious(big(), prev);
+  // Visited before the budget ran out: shared.
+  assert.equal(next.metadata.labels, prev.metadata.labels);
+  // The list alone is over the budget: walked not at all, not even its first item.
+  const items = (o: KubeObject) => (o.spec as { items: unknown[] }).items;
+  assert.notEqual(items(next), items(prev));
+  assert.notEqual(items(next)[0], items(prev)[0]);
+  assert.equal(JSON.stringify(next), JSON.stringify(big()));
+  // Well within the budget: all of it shared.
+  const small = (): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, spec: { items: Array.from({ length: 100 }, (_, i) => ({ i })) } });
+  const p2 = shareWithPrevious(small(), undefined);
+  assert.equal(shareWithPrevious(small(), p2).spec, p2.spec);
 });

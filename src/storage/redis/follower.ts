@@ -6,7 +6,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { type RedisKeys, parseObjectField, resourceId } from '../keys.js';
 import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type StoreEvent } from '../types.js';
-import { shareWithPrevious } from '../shared-values.js';
+import { parseShared, shareWithPrevious } from '../shared-values.js';
 import { WatchCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry } from './codec.js';
 import type { RedisHealth } from './health.js';
@@ -125,7 +125,7 @@ export class RedisCacheFollower {
           const byField = new Map<string, KubeObject>();
           members.forEach((c, i) => {
             for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) {
-              const obj = shareWithPrevious(JSON.parse(json) as KubeObject, undefined);
+              const obj = parseShared(json, undefined);
               objects.push([parseObjectField(c, f), obj]);
               byField.set(`${c}\u0000${f}`, obj);
             }
@@ -138,8 +138,8 @@ export class RedisCacheFollower {
           const history: StoreEvent[] = entries.map((e) => {
             const k = `${e.cluster}\u0000${e.field}`;
             const cur = byField.get(k);
-            const prevObject = e.prevJson && e.type !== 'ADDED' ? (lastByField.get(k) ?? shareWithPrevious(JSON.parse(e.prevJson) as KubeObject, undefined)) : undefined;
-            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? shareWithPrevious(cur, prevObject) : shareWithPrevious(JSON.parse(e.json) as KubeObject, prevObject);
+            const prevObject = e.prevJson && e.type !== 'ADDED' ? (lastByField.get(k) ?? parseShared(e.prevJson, undefined)) : undefined;
+            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? shareWithPrevious(cur, prevObject) : parseShared(e.json, prevObject);
             const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object };
             if (prevObject) ev.prevObject = prevObject;
             lastByField.set(k, object);
@@ -167,7 +167,7 @@ export class RedisCacheFollower {
         return;
       }
       const key = parseObjectField(e.cluster, e.field);
-      st.rc.apply(e.type, key, shareWithPrevious(JSON.parse(e.json) as KubeObject, st.rc.get(key)), e.rv);
+      st.rc.apply(e.type, key, parseShared(e.json, st.rc.get(key)), e.rv);
       st.lastLogRV = e.rv;
       this.seen(e.rv);
     }
