@@ -16,6 +16,14 @@ import { dirname } from 'node:path';
 /** How often a followed file's stat is polled when its directory is watched as well. */
 export const FILE_RESYNC_MS = 60_000;
 
+/**
+ * How long the directory must be quiet after an event before the file is read. A file rewritten in
+ * place (open with O_TRUNC, then write) raises an event for the truncation and another for the
+ * write: read at the first, it is empty or half written (test/registration/registration.test.ts saw
+ * the CA bundle "change" twice, once to the partial file).
+ */
+export const FILE_SETTLE_MS = 100;
+
 function statOf(path: string): Stats | undefined {
   try {
     return statSync(path);
@@ -39,10 +47,16 @@ export function watchFileContent(path: string, intervalMs: number, onChange: (te
   };
   const timer = setInterval(check, intervalMs);
   timer.unref();
+  let settle: NodeJS.Timeout | undefined;
+  const prompt = (): void => {
+    clearTimeout(settle);
+    settle = setTimeout(check, FILE_SETTLE_MS);
+    settle.unref();
+  };
   let dir: FSWatcher | undefined;
   try {
-    // Events are only a prompt to compare stats; several in a row compare equal after the first.
-    dir = watch(dirname(path), { persistent: false }, () => check());
+    // Events are only a prompt to compare stats, once the directory has been quiet for FILE_SETTLE_MS.
+    dir = watch(dirname(path), { persistent: false }, prompt);
     dir.on('error', () => {
       dir?.close();
       dir = undefined; // the poll remains
@@ -52,6 +66,7 @@ export function watchFileContent(path: string, intervalMs: number, onChange: (te
   }
   return () => {
     clearInterval(timer);
+    clearTimeout(settle);
     dir?.close();
   };
 }
