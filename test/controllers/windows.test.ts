@@ -7,6 +7,8 @@ import { cloneAndCheck, git } from '../git/git-cli.js';
 import { ManualClock } from '../support/clock.js';
 import { WindowRecords, emptyRecord, recordSnapshot } from '../../src/controllers/windows/record.js';
 import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
+import { createStore } from '../../src/storage/index.js';
+import { StorageError, type Store } from '../../src/storage/types.js';
 import { COMMITTER, GT, configMap, createGitSecret, createGitTarget, gitServer, startHarness, tempDir, waitFor } from './harness.js';
 
 const BOT = `${COMMITTER.name} <${COMMITTER.email}>`;
@@ -184,4 +186,44 @@ test('while this replica records a landing, the record\'s event reaches the targ
   // Released by the notice: the next record event is delivered again (the mirror filters by id).
   sink.observeRecord(rec);
   assert.deepEqual(heard, ['s1:Committed', 's1:Committed']);
+});
+
+test('a commit whose status write fails (the store answers 503) still gets its lastCommit and RepositoryReady written, by the next reconcile, and is not committed again', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-owed-');
+  const remote = await gitServer(t);
+  const real = await createStore({ storage: 'embedded', dataDir: dir });
+  // The store fails the first GitTarget write that carries a lastCommit, as Redis under load did
+  // at 10,000 tenants (bench/scale): the record says the window landed, so no other step would
+  // write the status again.
+  let failed = 0;
+  const update: Store['update'] = (res, key, obj, rv) => {
+    if (res.resource === 'gittargets' && failed === 0 && (obj.status as { lastCommit?: unknown } | undefined)?.lastCommit) {
+      failed++;
+      return Promise.reject(new StorageError('Unavailable', 'injected: the primary is busy'));
+    }
+    return real.update(res, key, obj, rv);
+  };
+  // Every other call reaches the store itself, as itself (its state lives on it, not on a copy).
+  const store = new Proxy(real, {
+    get: (target, prop) => {
+      if (prop === 'update') return update;
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const h = await startHarness(t, { dataDir: dir, store });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 0 });
+  await h.running.sink!.add(key, [configMap('a', { v: '1' })]);
+  const gt = await waitFor('lastCommit written after the failed write', async () => {
+    const o = await real.get(GT, { cluster: '_', namespace: 'team-a', name: 'tenants' });
+    return (o?.status as { lastCommit?: { sha: string } })?.lastCommit ? o : undefined;
+  }, 30_000, 100);
+  assert.equal(failed, 1, 'the injected failure happened');
+  const log = await remoteLog(remote.authURL('config'));
+  assert.deepEqual(log, [`${BOT}|${BOT}|Update configmaps team-a/a`]);
+  const status = gt.status as { lastCommit: { sha: string }; pendingChanges: number; conditions: Array<{ type: string; status: string; reason: string }> };
+  assert.equal(status.lastCommit.sha, (await git('/', 'ls-remote', remote.authURL('config'), 'refs/heads/main')).split('\t')[0]);
+  assert.deepEqual(status.conditions.filter((x) => x.type === 'RepositoryReady').map((x) => `${x.status} ${x.reason}`), ['True Pushed']);
+  assert.equal(status.pendingChanges, 0);
 });

@@ -34,6 +34,12 @@ export class WindowCommits {
   private readonly inflight = new Map<string, AbortController>();
   /** GitTargets whose last commit attempt failed: their pendingChanges follow the record (controller.ts). */
   readonly failing = new Set<string>();
+  /**
+   * The status a landed commit could not write (a 503 under load, a conflict), by GitTarget key:
+   * the record no longer has the window, so nothing else would ever write its lastCommit and
+   * RepositoryReady. The controller's next reconcile writes it (controller.ts payOwedStatus).
+   */
+  readonly owedStatus = new Map<string, TargetStatus>();
 
   constructor(private readonly deps: WindowCommitsDeps) {}
 
@@ -101,7 +107,16 @@ export class WindowCommits {
     m?.windowAge.observe(Math.max(0, (w.closing!.at - w.openedAt) / 1000));
     const rec = await records.get(target);
     const time = iso(now);
-    await this.deps.writeTargetStatus(gt, { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true });
+    const status: TargetStatus = { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true };
+    this.owedStatus.delete(key);
+    try {
+      await this.deps.writeTargetStatus(gt, status);
+    } catch (e) {
+      this.owedStatus.set(key, status);
+      // The landing is recorded: the mirror need not wait for the hold (sink.ts HOLD_MS) to learn it.
+      if (w.snapshotId) sink.notifySnapshot(target, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
+      throw e;
+    }
     this.deps.log.info(landed ? 'window committed' : 'window already present', {
       gitTarget: `${target.namespace}/${target.name}`,
       sha,

@@ -189,6 +189,7 @@ export class WindowsController {
     // The lease is taken only while there is work: an idle GitTarget costs no lease writes.
     let rec = (this.windows.get(key) as WindowRecord | undefined) ?? (await this.records.get(target));
     if (rec?.target.uid !== target.uid) rec = undefined;
+    await this.payOwedStatus(key, gt, target, leaseName);
     if (!rec || !hasWork(rec)) {
       if (this.deps.keeper.holds(leaseName)) {
         await this.sweepChunks(key, target, rec);
@@ -242,6 +243,22 @@ export class WindowsController {
   }
 
   /**
+   * The status of a commit that landed but could not be written (commit.ts owedStatus), written
+   * now with the pending count as the record has it; a failure throws, and the queue's backoff retries it. Only
+   * while this replica holds the lease: after a handover, the new holder's commits say what is true.
+   */
+  private async payOwedStatus(key: string, gt: KubeObject, target: TargetKey, leaseName: string): Promise<void> {
+    const owed = this.commits.owedStatus.get(key);
+    if (!owed) return;
+    if (this.deps.keeper.holds(leaseName)) {
+      // The record itself: the informer's copy may still show the window that landed.
+      const rec = await this.records.get(target);
+      await this.writeTargetStatus(gt, { ...owed, pending: rec && rec.target.uid === target.uid ? pendingCount(rec) : 0 });
+    }
+    this.commits.owedStatus.delete(key);
+  }
+
+  /**
    * A deleted GitTarget: its pending changes are dropped (its folder stays); its CommitRequests
    * fail in the CommitRequest controller, which finds the GitTarget gone.
    */
@@ -249,6 +266,7 @@ export class WindowsController {
     this.audit.forget(key);
     this.pendingWrittenAt.delete(key);
     this.commits.failing.delete(key);
+    this.commits.owedStatus.delete(key);
     this.pendingWrites.forget(key);
     const rec = this.windows.get(key) as WindowRecord | undefined;
     if (!rec) return;
