@@ -2,7 +2,8 @@
 // own schema compilers (ajv through @fastify/ajv-compiler, ajv-formats through
 // @fastify/fast-json-stringify-compiler) are not loaded, since no route declares a fastify schema
 // (NO_ROUTE_SCHEMAS, src/apiserver/connections.ts); ajv is loaded by our own validation on the
-// first write (src/api/validation.ts). The packages are read from the real server process by a
+// first write (src/api/validation.ts). prom-client's index is not loaded either, so neither is the
+// @opentelemetry/api it requires (src/metrics/prom.ts). The packages are read from the real server process by a
 // preloaded probe (test/support/loaded-packages-probe.ts) written when it exits.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,7 +34,7 @@ async function packagesLoaded(work: (s: Awaited<ReturnType<typeof startServer>>)
 
 const FASTIFY_COMPILERS = ['@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler'];
 
-test('a ready server has not loaded ajv nor fastify\'s schema compilers; the first write loads ajv, never fastify\'s compilers', async () => {
+test('a ready server has not loaded ajv, fastify\'s schema compilers or @opentelemetry/api; the first write loads ajv, never fastify\'s compilers', async () => {
   const atReady = await packagesLoaded(async (s) => {
     const r = await s.get('/readyz');
     assert.equal(r.status, 200, r.text);
@@ -41,7 +42,7 @@ test('a ready server has not loaded ajv nor fastify\'s schema compilers; the fir
     assert.equal(list.status, 200, list.text);
   });
   assert.ok(atReady.includes('fastify') && atReady.includes('prom-client'), `the probe sees the server's packages: ${atReady.join(' ')}`);
-  for (const p of ['ajv', 'ajv-formats', ...FASTIFY_COMPILERS]) assert.ok(!atReady.includes(p), `${p} is not loaded before a request needs it: ${atReady.join(' ')}`);
+  for (const p of ['ajv', 'ajv-formats', '@opentelemetry/api', ...FASTIFY_COMPILERS]) assert.ok(!atReady.includes(p), `${p} is not loaded before a request needs it: ${atReady.join(' ')}`);
 
   const afterWrite = await packagesLoaded(async (s) => {
     const r = await s.request('POST', ns('default'), { body: gitTarget('lazy-ajv') });
