@@ -26,6 +26,7 @@ import {
 } from './types.js';
 import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js';
 import { JsonRows } from './sliced-json.js';
+import { shareWithPrevious } from './shared-values.js';
 import { join } from 'node:path';
 
 export interface EmbeddedStoreOptions {
@@ -123,7 +124,7 @@ class EmbeddedStore implements Store {
       this.rv = this.baseRV = this.durableRV = snap.rv;
       for (const [id, objs] of Object.entries(snap.resources)) {
         this.cache.resource(id, snap.rv).reset(
-          objs.map(([cluster, namespace, name, obj]) => [{ cluster, namespace, name }, obj]),
+          objs.map(([cluster, namespace, name, obj]) => [{ cluster, namespace, name }, shareWithPrevious(obj, undefined)]),
           snap.rv,
         );
       }
@@ -148,14 +149,16 @@ class EmbeddedStore implements Store {
       this.records.apply(rec.b as AppliedBatch);
       return;
     }
-    const obj = rec.o as KubeObject;
-    const rv = storedRV(obj);
+    const parsed = rec.o as KubeObject;
+    const rv = storedRV(parsed);
     // Every object write takes the next resourceVersion, so replayed ones are consecutive.
     if (rv !== this.rv + 1) {
-      throw log.damaged(offset, `the record (sequence ${rec.s}) sets resourceVersion ${obj?.metadata?.resourceVersion} where ${this.rv + 1} was expected`);
+      throw log.damaged(offset, `the record (sequence ${rec.s}) sets resourceVersion ${parsed?.metadata?.resourceVersion} where ${this.rv + 1} was expected`);
     }
     const [cluster, namespace, name] = rec.k as [string, string, string];
-    this.rc(parseResourceId(rec.r as string)).apply(rec.t as 'ADDED', { cluster, namespace, name }, obj, rv);
+    const key = { cluster, namespace, name };
+    const rc = this.rc(parseResourceId(rec.r as string));
+    rc.apply(rec.t as 'ADDED', key, shareWithPrevious(parsed, rc.get(key)), rv);
     if (rv > this.rv) this.rv = rv;
   }
 
@@ -227,7 +230,10 @@ class EmbeddedStore implements Store {
     // Applied to memory synchronously (so the next compare-and-swap sees it), acknowledged only
     // once the log line is on disk.
     const rv = ++this.rv;
-    const stored = withRV(obj, rv);
+    // The registry builds each version as a copy of the one before it (src/registry/registry.ts):
+    // sharing what the write left unchanged keeps the history's versions small. Bounded, as this
+    // step holds the event loop: a larger object keeps the rest of its copy.
+    const stored = type === 'DELETED' ? withRV(obj, rv) : shareWithPrevious(withRV(obj, rv), rc.get(key));
     rc.apply(type, key, stored, rv);
     try {
       await this.persist({ op: type === 'DELETED' ? 'del' : 'put', r: resourceId(res), k: [key.cluster, key.namespace, key.name], t: type, o: stored });

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { analyzeManifest, analyzeManifestFully } from '../../src/analyzer/file-rules.js';
 import { readPlainManifest } from '../../src/analyzer/plain-yaml.js';
+import { mulberry32 } from '../support/mulberry32.js';
 
 const same = (text: string, what: string) => assert.deepEqual(analyzeManifest('f.yaml', text), analyzeManifestFully('f.yaml', text), `${what}: ${JSON.stringify(text)}`);
 
@@ -109,14 +110,7 @@ test('exact findings for the plain cases (the rules, not only agreement)', () =>
 
 /** A small deterministic generator of YAML-ish text mixing the plain subset with everything around it. */
 function generator(seed: number) {
-  let s = seed >>> 0;
-  const rnd = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rnd = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
   // Mostly distinct keys; now and then one that repeats an identity field or is not a string.
   const KEYS = ['a', 'b', 'name', 'namespace', 'apiVersion', 'kind', 'metadata', 'data', 'x.y/z', '_k', 'true', 'k-1', 'null'];

@@ -8,20 +8,11 @@ import { writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { GV, gitTarget, pool, startServer, type StartedServer } from '../support/server.js';
 import { seedFrom } from '../support/seed.js';
+import { mulberry32 } from '../support/mulberry32.js';
 
 const SEED = seedFrom('FUZZ_SEED');
 const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rand {
   constructor(readonly next: () => number) {}

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { applyJSONPatch } from '../../src/apiserver/patch.js';
 import { StatusError } from '../../src/api/status.js';
+import { mulberry32 } from '../support/mulberry32.js';
 
 const { applyPatch, deepClone } = fastJsonPatch as unknown as typeof import('fast-json-patch');
 const LIMIT = 3 * 1024 * 1024;
@@ -18,17 +19,6 @@ function reference(doc: unknown, ops: Operation[]): unknown {
   return applyPatch(deepClone(doc), deepClone(ops), true, true).newDocument;
 }
 
-/** mulberry32: a small seeded generator. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Every pointer of a document (containers and leaves), the root ("") included. */
 function pointers(doc: unknown, at = ''): string[] {
@@ -80,7 +70,7 @@ function randomOps(doc: unknown, r: () => number, n: number): Operation[] {
 test('random patches over shared copies mean what RFC 6902 says, and leave their input alone', { timeout: 120_000 }, async (t) => {
   const seed = Number(process.env.PATCH_SEED ?? Date.now() % 1_000_000);
   t.diagnostic(`PATCH_SEED=${seed}`);
-  const r = rng(seed);
+  const r = mulberry32(seed);
   let applied = 0;
   let refused = 0;
   for (let round = 0; round < 400; round++) {

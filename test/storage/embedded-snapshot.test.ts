@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { createEmbeddedStore } from '../../src/storage/embedded.js';
 import { CM, key } from './contract.js';
 import { withDeadline } from '../support/deadline.js';
+import { mulberry32 } from '../support/mulberry32.js';
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'store-snapshot-'));
@@ -27,16 +28,8 @@ async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-/** A seeded generator (mulberry32): the test prints its seed and takes SNAPSHOT_TEST_SEED. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator: the test prints its seed and takes SNAPSHOT_TEST_SEED. */
+const random = mulberry32;
 
 const CHILD = fileURLToPath(new URL('./snapshot-child.js', import.meta.url));
 const LARGE = 96;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseTrailers, allTrailerReadings } from '../../src/api/commit-trailers.js';
 import { seedFrom } from '../support/seed.js';
 import { waitMs } from '../support/deadline.js';
+import { mulberry32 } from '../support/mulberry32.js';
 
 const run = promisify(execFile);
 const SEED = seedFrom('TRAILERS_SEED');
@@ -84,16 +85,6 @@ const POOL = [
   CUT, 'Conflicts:', '\tpath', 'Key: value\r', 'text\r', '\r', 'Ключ: v', 'Tested-by: T <t@t>', 'Helped-by: H',
 ];
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomMessages(seed: number, n: number): string[] {
   const r = mulberry32(seed);

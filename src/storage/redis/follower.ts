@@ -6,6 +6,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { type RedisKeys, parseObjectField, resourceId } from '../keys.js';
 import { StorageError, type KubeObject, type ObjectKey, type ResourceRef, type StoreEvent } from '../types.js';
+import { parseShared, shareWithPrevious } from '../shared-values.js';
 import { WatchCache, type ResourceCache } from '../watch-cache.js';
 import { decodeEntry } from './codec.js';
 import type { RedisHealth } from './health.js';
@@ -124,21 +125,23 @@ export class RedisCacheFollower {
           const byField = new Map<string, KubeObject>();
           members.forEach((c, i) => {
             for (const [f, json] of Object.entries(out[2 + i] as Record<string, string>)) {
-              const obj = JSON.parse(json) as KubeObject;
+              const obj = parseShared(json, undefined);
               objects.push([parseObjectField(c, f), obj]);
               byField.set(`${c}\u0000${f}`, obj);
             }
           });
           const entries = (out[2 + members.length] as Raw[]).map(decodeEntry).reverse();
           // History and current objects share instances where they are the same state, so a fresh
-          // process does not hold two parsed copies of every recently written object.
+          // process does not hold two parsed copies of every recently written object, and each
+          // version shares with the one before it what its write did not change (shared-values.ts).
           const lastByField = new Map<string, KubeObject>();
           const history: StoreEvent[] = entries.map((e) => {
             const k = `${e.cluster}\u0000${e.field}`;
             const cur = byField.get(k);
-            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? cur : (JSON.parse(e.json) as KubeObject);
+            const prevObject = e.prevJson && e.type !== 'ADDED' ? (lastByField.get(k) ?? parseShared(e.prevJson, undefined)) : undefined;
+            const object = cur && cur.metadata.resourceVersion === String(e.rv) ? shareWithPrevious(cur, prevObject) : parseShared(e.json, prevObject);
             const ev: StoreEvent = { type: e.type, rv: e.rv, cluster: e.cluster, object };
-            if (e.prevJson && e.type !== 'ADDED') ev.prevObject = lastByField.get(k) ?? JSON.parse(e.prevJson);
+            if (prevObject) ev.prevObject = prevObject;
             lastByField.set(k, object);
             return ev;
           });
@@ -163,7 +166,8 @@ export class RedisCacheFollower {
         void this.reload(st).catch(() => {});
         return;
       }
-      st.rc.apply(e.type, parseObjectField(e.cluster, e.field), JSON.parse(e.json), e.rv);
+      const key = parseObjectField(e.cluster, e.field);
+      st.rc.apply(e.type, key, parseShared(e.json, st.rc.get(key)), e.rv);
       st.lastLogRV = e.rv;
       this.seen(e.rv);
     }
