@@ -132,3 +132,21 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
   }
   socket.destroy();
 }
+
+/**
+ * fastify's `schemaController` option for our servers. Requests are validated by our own lazily
+ * compiled schemas (src/api/validation.ts) and no route declares a fastify schema, but without this
+ * option fastify requires @fastify/ajv-compiler and @fastify/fast-json-stringify-compiler (ajv,
+ * ajv-formats: ~90 CommonJS modules, ~0.08 CPU-s) while it starts, before /readyz can answer
+ * (test/unit/lazy-startup.test.ts). A route that declares a schema fails loudly at start-up.
+ */
+export const NO_ROUTE_SCHEMAS = {
+  compilersFactory: {
+    buildValidator: () => () => {
+      throw new Error('fastify route schemas are not used: requests are validated by src/api/validation.ts');
+    },
+    buildSerializer: () => () => {
+      throw new Error('fastify response schemas are not used: responses are serialized by src/apiserver/respond.ts');
+    },
+  },
+};

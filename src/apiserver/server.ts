@@ -18,7 +18,7 @@ import { instrumentStore } from '../metrics/instrumented-store.js';
 import { buildOpenAPIDocuments, type OpenAPIDocuments } from './openapi/index.js';
 import { buildDiscovery, type DiscoveryDocs } from './discovery.js';
 import { MAX_BODY_BYTES } from './body.js';
-import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
+import { DEFAULT_CONNECTION_LIMITS, NO_ROUTE_SCHEMAS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from './connections.js';
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { send, sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
@@ -126,6 +126,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     return503OnClosing: true,
     clientErrorHandler,
     forceCloseConnections: true,
+    schemaController: NO_ROUTE_SCHEMAS,
     // URLs fastify cannot decode (bad percent-encoding) must still get a Status body, not fastify's own JSON.
     frameworkErrors: (err: any, _req: FastifyRequest, reply: FastifyReply) => {
       const s = err?.code === 'FST_ERR_BAD_URL' ? status.badRequest('the request URL is malformed: invalid percent-encoding') : status.badRequest(String(err?.message ?? 'bad request'));

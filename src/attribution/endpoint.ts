@@ -25,7 +25,7 @@ import { isDNS1123Subdomain } from '../api/object-meta.js';
 import { decodeJSONInSlices } from '../apiserver/decode.js';
 import { mediaType } from '../apiserver/negotiation.js';
 import { sendStatus } from '../apiserver/respond.js';
-import { clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from '../apiserver/connections.js';
+import { NO_ROUTE_SCHEMAS, clientErrorHandler, connectionServerOptions, guardConnections, type ConnectionLimits } from '../apiserver/connections.js';
 import type { Logger } from '../metrics/logger.js';
 import { EVENT_OUTCOMES, eventListItems, factFromEvent, type EventOutcome } from './decode.js';
 import type { AuditMetrics, EventListOutcome } from './metrics.js';
@@ -97,6 +97,7 @@ export async function startAuditListener(cfg: AuditListenerConfig, port: number,
     return503OnClosing: true,
     clientErrorHandler,
     forceCloseConnections: true,
+    schemaController: NO_ROUTE_SCHEMAS,
     frameworkErrors: (_err: unknown, _req: FastifyRequest, reply: FastifyReply) => {
       metrics.eventLists.inc({ outcome: 'not_found' });
       sendStatus(reply, status.pathNotFound().status);

@@ -1,7 +1,7 @@
 // Metrics of audit ingestion, on the server's /metrics. Every label comes from a closed set: never
 // a route, a user, a resource or anything else a poster chooses (each distinct value is a time
 // series held until the process ends).
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../metrics/prom.js';
 import type { EventOutcome } from './decode.js';
 
 /** Outcome of one POST to the audit listener. */

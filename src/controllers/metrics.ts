@@ -1,5 +1,5 @@
 // Controller metrics on the server's /metrics registry (docs/architecture.md).
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../metrics/prom.js';
 import { gitTargetLeaseName, type Informer, type LeaseKeeper } from './runtime/index.js';
 import { JOIN_TIERS } from '../attribution/join.js';
 import { sharedSources, type SourceHub } from './source/sources.js';

@@ -1,6 +1,6 @@
 // Storage latency for /metrics: a Store that times every call of the one it wraps. Leases and
 // health pass straight through; watches are long-running and counted by the API layer instead.
-import { Histogram, type Registry } from 'prom-client';
+import { Histogram, type Registry } from './prom.js';
 import type { KubeObject } from '../model/object.js';
 import type { ListOptions, ObjectKey, ResourceRef, Store, WatchCallbacks, WatchOptions } from '../storage/types.js';
 

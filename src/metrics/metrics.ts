@@ -1,7 +1,7 @@
 // Prometheus metrics of the API server, served at /metrics. Names follow kube-apiserver's where
 // the meaning is the same, so existing dashboards read them.
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom.js';
 
 export interface ServerMetrics {
   registry: Registry;

@@ -5,7 +5,7 @@
 // serving: the state shows on /readyz?verbose and in a metric, a line is logged when the state
 // changes (never per retry), and the next refresh tries again, so registration starts as soon as
 // the API or the permission appears, without a restart.
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../metrics/prom.js';
 import { GROUP, VERSION } from '../api/resources.js';
 import type { Logger } from '../metrics/logger.js';
 import type { RegistrationOptions } from './options.js';
