@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gzip, gzipSync } from 'node:zlib';
 import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
-import { LEAF } from '../registry/apply/leaf.js';
+import { LEAF, knownJSON } from '../registry/apply/leaf.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
@@ -135,6 +135,12 @@ function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
   }
   if (v === null || typeof v !== 'object' || typeof (v as { toJSON?: unknown }).toJSON === 'function') {
     parts.push(JSON.stringify(v));
+    return;
+  }
+  // A wide fieldsV1 node encoded by this process carries its text (src/storage/known-json.ts).
+  const known = knownJSON(v);
+  if (known !== undefined) {
+    parts.push(known);
     return;
   }
   parts.push('{');
