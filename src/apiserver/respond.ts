@@ -173,6 +173,13 @@ function isEmptyPlainObject(x: object): boolean {
 
 const gzipAsync = promisify(gzip);
 
+/** The bytes of JSON.stringify(body) for JSON data, serialized in slices (what sendObject sends). */
+export async function jsonInSlices(body: unknown): Promise<Buffer> {
+  const parts = new Pieces();
+  await inSlices(stringifyWork(body, parts));
+  return parts.bytes();
+}
+
 /**
  * send() for one object that may be large (the answer to a write): compact JSON is serialized in
  * slices and gzip runs on the thread pool, so a 3 MiB list does not stop other requests meanwhile.
@@ -182,9 +189,7 @@ export async function sendObject(reply: FastifyReply, code: number, body: unknow
     send(reply, code, body, output, warnings);
     return;
   }
-  const parts = new Pieces();
-  await inSlices(stringifyWork(body, parts));
-  const bytes = parts.bytes();
+  const bytes = await jsonInSlices(body);
   setWarnings(reply, warnings);
   reply.code(code).header('content-type', 'application/json');
   noCache(reply);

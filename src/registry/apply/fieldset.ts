@@ -227,7 +227,11 @@ export class FieldSet {
     // A wide node (a long list's items) also gets its JSON text, written here where its keys are
     // at hand: every serializer and copy of the object uses it instead of its keys
     // (src/storage/known-json.ts). A narrow one is cheaper to serialize than to remember.
-    const text: string[] | undefined = keys.length >= WIDE_NODE ? (dot ? ['{".":{}'] : ['{']) : undefined;
+    const wide = keys.length >= WIDE_NODE;
+    // The usual wide node (a list's items) has leaves only: its text is the keys' JSON array with
+    // each `","` between two keys made `":{},"` (one native call instead of one per key; inside a
+    // key a quote is always escaped, so `","` occurs only between keys).
+    const text: string[] | undefined = wide && inner.size > 0 ? (dot ? ['{".":{}'] : ['{']) : undefined;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
       const child = inner.get(k);
@@ -238,6 +242,9 @@ export class FieldSet {
     if (text) {
       text.push('}');
       rememberJSON(out, text.join(''));
+    } else if (wide) {
+      yield;
+      rememberJSON(out, `${dot ? '{".":{},' : '{'}${JSON.stringify(keys).slice(1, -1).replaceAll('","', '":{},"')}:{}}`);
     }
     return out;
   }
