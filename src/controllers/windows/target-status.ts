@@ -24,7 +24,9 @@ export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObje
     status.pendingChanges = s.pending;
     changed = true;
   }
-  if (s.lastCommit) {
+  // The same commit again (a repaid or re-read status, controller.ts recordedCommit) is no change.
+  const had = status.lastCommit as { sha?: string; time?: string } | undefined;
+  if (s.lastCommit && (had?.sha !== s.lastCommit.sha || had?.time !== s.lastCommit.time)) {
     status.lastCommit = s.lastCommit;
     changed = true;
   }
