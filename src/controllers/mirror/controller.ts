@@ -70,6 +70,9 @@ const STATUS_COALESCE_MS = 100;
  */
 export const FIRST_STATUS_MS = 2_000;
 
+/** A report's status write that failed is tried again by a reconcile after this long. */
+const STATUS_RETRY_MS = 1_000;
+
 /** When a running mirror's report is written: soon, unless its streams are still making their first lists. */
 function statusDelayMs(r: Running, now: number): number {
   const rep = r.report;
@@ -157,19 +160,23 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     // reconciles the key again, and that compares with it.
     const cached = informer.get(key);
     if (cached?.metadata.uid === uid && mergeStatus(cached, s, '') === undefined) return;
-    const k = parseKey(key);
-    return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, parseKey(key), uid, s, deps.events);
   };
 
   // One status write at a time per GitTarget, in the order they were computed: the reconcile's and
   // the stream timer's (scheduleStatus) ran side by side and each made the other's compare-and-swap
   // fail (at 10,000 new GitTargets, more conflicts than GitTargets; each retry is a read, a
   // validation and a write again).
+  // A write that fails rejects: a reconcile's fails the reconcile (the queue retries it with
+  // backoff), a report's is retried by a reconcile after STATUS_RETRY_MS. Logged and dropped, a
+  // failed write (a 503 under load) left the status as it was until the next report, which a
+  // mirror at rest never makes (at 10,000 tenants one GitTarget stayed Connecting, bench/scale).
   const statusWrites = new Map<string, Promise<void>>();
   const writeStatus = (key: string, uid: string, s: MirrorStatus): Promise<void> => {
-    const run = (statusWrites.get(key) ?? Promise.resolve()).then(() => writeStatusNow(key, uid, s)).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
-    statusWrites.set(key, run);
-    void run.then(() => statusWrites.get(key) === run && statusWrites.delete(key));
+    const run = (statusWrites.get(key) ?? Promise.resolve()).then(() => writeStatusNow(key, uid, s));
+    const settled = run.catch(() => undefined);
+    statusWrites.set(key, settled);
+    void settled.then(() => statusWrites.get(key) === settled && statusWrites.delete(key));
     return run;
   };
 
@@ -183,7 +190,11 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     const timer = setTimeout(() => {
       pendingStatus.delete(key);
       const r = running.get(key);
-      if (r) void writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report));
+      if (!r) return;
+      writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report)).catch((e) => {
+        log.warn('status write failed; retried by a reconcile', { target: key, retryInMs: STATUS_RETRY_MS, error: (e as Error).message });
+        queue.addAfter(key, STATUS_RETRY_MS);
+      });
     }, delayMs);
     pendingStatus.set(key, { timer, due });
   };
