@@ -58,7 +58,7 @@ export async function startServerControllers(c: CompletedConfig, inputs: Control
     graceMs: opts.attribution.graceMs,
     noFactsGraceMs: opts.attribution.noFactsGraceMs,
   };
-  const events = await eventRecorder(c, server, log);
+  const events = await eventRecorder(c, server, log, inputs.metrics);
   return startControllers(
     {
       store, log, engine: inputs.engine, committer: opts.committer, metrics: inputs.metrics, defaultSource, kcpServerURL, workspaceSecrets: c.fromHosting,
@@ -74,7 +74,7 @@ export async function startServerControllers(c: CompletedConfig, inputs: Control
  * Where the controllers' Events go (src/controllers/events/): the hosting cluster when there is one
  * (a kcp GitTarget's own workspace under --kcp-server-url), else the sandbox, else nowhere.
  */
-async function eventRecorder(c: CompletedConfig, server: BuiltServer, log: Logger) {
+async function eventRecorder(c: CompletedConfig, server: BuiltServer, log: Logger, metrics: ControllerInputs['metrics']) {
   const { CorrelatingRecorder, HostingEventSink, NoEventSink, SandboxEventSink } = await import('../controllers/events/index.js');
   const kcpServerURL = c.controllersKcpServerURL;
   let sink;
@@ -86,5 +86,5 @@ async function eventRecorder(c: CompletedConfig, server: BuiltServer, log: Logge
   } else if (c.opts.sandbox) sink = new SandboxEventSink(server.registries);
   else sink = new NoEventSink(log);
   log.info('events', { to: sink.where });
-  return new CorrelatingRecorder(sink, log, process.env.POD_NAME || undefined);
+  return new CorrelatingRecorder(sink, log, process.env.POD_NAME || undefined, undefined, { metrics });
 }

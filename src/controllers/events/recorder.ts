@@ -1,11 +1,15 @@
 // Kubernetes Events about our objects (GitTarget, CommitRequest), for `kubectl describe`: the
 // controllers call record() and go on — it never waits, throws or fails a reconcile. Events are
-// correlated as client-go's recorder does (correlator.ts) and written, one at a time in the
-// background, to a sink (sinks.ts): the hosting cluster's events.k8s.io/v1 (or a kcp workspace's),
-// the sandbox's own events, or nowhere. Notes never carry Secret data or tokens: every note passes
-// through redact() and is cut to the 1 kB events.k8s.io allows.
+// correlated as client-go's recorder does (correlator.ts) and written in the background to a sink
+// (sinks.ts): the hosting cluster's events.k8s.io/v1 (or a kcp workspace's), the sandbox's own
+// events, or nowhere. Writes about one object run in the order recorded (a series patch follows the
+// create it patches); writes about different objects run up to MAX_IN_FLIGHT at once, so a burst
+// (one snapshot `Committed` per new GitTarget, thousands at scale) is not paid one round trip after
+// another. Notes never carry Secret data or tokens: every note passes through redact() and is cut to
+// the 1 kB events.k8s.io allows.
 import { hostname } from 'node:os';
 import type { Logger } from '../../metrics/logger.js';
+import { Counter, type Registry } from '../../metrics/prom.js';
 import type { KubeObject } from '../../storage/types.js';
 import { clusterOf } from '../runtime/index.js';
 import { EventCorrelator } from './correlator.js';
@@ -15,6 +19,11 @@ export const REPORTING_CONTROLLER = 'configbutler.ai/reverser-apiserver';
 const MAX_NOTE_BYTES = 1024;
 /** Events waiting for the sink beyond this are dropped (and said once): a slow sink never grows memory. */
 const MAX_QUEUED = 1000;
+/** Sink writes in flight at once (about different objects; one object's run in order). */
+export const MAX_IN_FLIGHT = 8;
+
+/** What became of a recorded event, the label of reverser_events_total. */
+export type EventOutcome = 'created' | 'patched' | 'skipped' | 'dropped' | 'failed';
 
 /** The object an Event is about (events.k8s.io `regarding`), with its logical cluster. */
 export interface Regarding {
@@ -92,41 +101,71 @@ function eventName(objectName: string, ms: number): string {
   return `${objectName}.${nanos.toString(16)}`;
 }
 
+export interface RecorderOptions {
+  /** Counts reverser_events_total{outcome} on this registry (the server's /metrics). */
+  metrics?: Registry;
+  /** Sink writes in flight at once (default MAX_IN_FLIGHT). */
+  inFlight?: number;
+}
+
 export class CorrelatingRecorder implements EventRecorder {
   private readonly correlator: EventCorrelator;
-  private chain: Promise<void> = Promise.resolve();
+  /** The last write queued per object: the next write about it runs after it. */
+  private readonly byObject = new Map<string, Promise<void>>();
+  /** Every write not settled yet (flush()). */
+  private readonly pending = new Set<Promise<void>>();
+  /** Writes waiting for one of the in-flight slots, first come first served. */
+  private readonly waiting: Array<() => void> = [];
+  private running = 0;
+  private readonly inFlight: number;
   private queued = 0;
   private droppedSaid = false;
   private failureSaid = new Set<string>();
+  private readonly outcomes?: Counter<'outcome'>;
 
   constructor(
     private readonly sink: EventSink,
     private readonly log: Logger,
     private readonly instance: string = hostname(),
     private readonly now: () => number = Date.now,
+    opts: RecorderOptions = {},
   ) {
     this.correlator = new EventCorrelator(now);
+    this.inFlight = Math.max(1, opts.inFlight ?? MAX_IN_FLIGHT);
+    if (opts.metrics) {
+      this.outcomes = new Counter({
+        name: 'reverser_events_total',
+        help: 'Kubernetes Events recorded by the controllers, by outcome: created, patched (a repeat raised a series count), skipped (spam filter), dropped (the queue was full), failed (the sink refused).',
+        labelNames: ['outcome'],
+        registers: [opts.metrics],
+      });
+      for (const o of ['created', 'patched', 'skipped', 'dropped', 'failed'] as const) this.outcomes.inc({ outcome: o }, 0);
+    }
+  }
+
+  private count(outcome: EventOutcome): void {
+    this.outcomes?.inc({ outcome });
   }
 
   record(regarding: Regarding, type: EventType, reason: string, action: string, note: string): void {
     const objectKey = [regarding.cluster, regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid].join('/');
     const c = this.correlator.correlate({ objectKey, type, reason, action, note: redact(note) });
-    if (c.op === 'skip') return;
+    if (c.op === 'skip') return this.count('skipped');
     if (this.queued >= MAX_QUEUED) {
       if (!this.droppedSaid) this.log.warn('events dropped: the event sink is not keeping up', { sink: this.sink.where, queued: this.queued });
       this.droppedSaid = true;
-      return;
+      return this.count('dropped');
     }
     this.queued++;
     const at = this.now();
-    this.chain = this.chain.then(async () => {
+    const write = async (): Promise<void> => {
       try {
         // A repeat patches the Event written for its key, known now that the writes before it ran
         // (a burst of repeats recorded before the first write finished still makes one Event).
         const written = c.op === 'series' ? this.correlator.nameOf(c.key) : undefined;
         if (c.op === 'series' && written !== undefined) {
           const series = { count: c.count, lastObservedTime: microTime(c.last) };
-          if ((await this.sink.patchSeries(regarding.cluster, regarding.namespace, written, series)) === 'ok') return;
+          if ((await this.sink.patchSeries(regarding.cluster, regarding.namespace, written, series)) === 'ok') return this.count('patched');
           this.correlator.forget(c.key);
         }
         const name = eventName(regarding.name, at);
@@ -147,7 +186,9 @@ export class CorrelatingRecorder implements EventRecorder {
         };
         await this.sink.create(regarding.cluster, ev);
         this.correlator.created(c.key, name);
+        this.count('created');
       } catch (e) {
+        this.count('failed');
         // Said once per distinct failure (a missing RBAC grant fails every event the same way).
         const msg = (e as Error)?.message ?? String(e);
         if (!this.failureSaid.has(msg) && this.failureSaid.size < 100) {
@@ -157,11 +198,34 @@ export class CorrelatingRecorder implements EventRecorder {
       } finally {
         this.queued--;
       }
+    };
+    // Correlation keys include the object, so ordering per object keeps a key's create before its patches.
+    const before = this.byObject.get(objectKey) ?? Promise.resolve();
+    const done: Promise<void> = before.then(() => this.slot(write));
+    this.byObject.set(objectKey, done);
+    this.pending.add(done);
+    void done.then(() => {
+      this.pending.delete(done);
+      if (this.byObject.get(objectKey) === done) this.byObject.delete(objectKey);
     });
   }
 
+  /** Runs `fn` in one of the in-flight slots (waiting for one first); `fn` never rejects. */
+  private async slot(fn: () => Promise<void>): Promise<void> {
+    if (this.running >= this.inFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.running++;
+    try {
+      await fn();
+    } finally {
+      // The slot passes to the next waiter as is (running unchanged), or is freed.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+
   /** Resolves once every event recorded so far was handed to the sink (tests, shutdown). */
-  flush(): Promise<void> {
-    return this.chain;
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 }
