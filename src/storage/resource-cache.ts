@@ -51,6 +51,8 @@ export class ResourceCache {
   private objects = new Map<string, Entry>();
   private sorted: string[] | null = null;
   private sortedItems: KubeObject[] | null = null;
+  /** A list returned `sorted`/`sortedItems` themselves: the next write copies them before changing them. */
+  private handedOut = false;
   // History ring: events[start..] sorted by rv; compacted when `start` grows past retention.
   private events: StoreEvent[] = [];
   private start = 0;
@@ -98,6 +100,7 @@ export class ResourceCache {
     if (this.sorted === null) {
       this.sorted = [...this.objects.keys()].sort();
       this.sortedItems = this.sorted.map((k) => this.objects.get(k)!.obj);
+      this.handedOut = false;
     }
     const keys = this.sorted;
     const items = this.sortedItems!;
@@ -108,7 +111,10 @@ export class ResourceCache {
       const b = lowerBound(keys, lo.slice(0, -1) + '\u0001');
       return { items: items.slice(a, b), keys: keys.slice(a, b) };
     }
-    if (!namespace) return { items, keys };
+    if (!namespace) {
+      this.handedOut = true;
+      return { items, keys };
+    }
     const out: KubeObject[] = [];
     const outKeys: string[] = [];
     for (let i = 0; i < keys.length; i++) {
@@ -173,14 +179,31 @@ export class ResourceCache {
     } else {
       this.objects.set(k, { cluster: key.cluster, namespace: key.namespace, obj });
     }
-    // A MODIFIED of an existing key keeps the key order: patch the cached items in place.
-    if (before && type !== 'DELETED' && this.sorted) {
-      const i = lowerBound(this.sorted, k);
-      this.sortedItems = this.sortedItems!.slice();
-      this.sortedItems[i] = obj;
-    } else {
-      this.sorted = null;
-      this.sortedItems = null;
+    // Keep the sorted order current rather than re-sorting every key at the next list: a create
+    // followed by a list (a quota check, an informer's re-list) cost a full sort, ~5 ms at 10,000
+    // keys and ~18 ms at 30,000 (test/unit/resource-cache-sorted.test.ts). An in-place splice is a
+    // few microseconds; the arrays are copied first only when a list handed them out whole
+    // (copying 20,000 entries on every write costs ~0.3 ms).
+    if (this.sorted) {
+      if (this.handedOut) {
+        this.sorted = this.sorted.slice();
+        this.sortedItems = this.sortedItems!.slice();
+        this.handedOut = false;
+      }
+      const keys = this.sorted;
+      const items = this.sortedItems!;
+      const i = lowerBound(keys, k);
+      const present = keys[i] === k;
+      if (type === 'DELETED') {
+        if (present) {
+          keys.splice(i, 1);
+          items.splice(i, 1);
+        }
+      } else if (present) items[i] = obj;
+      else {
+        keys.splice(i, 0, k);
+        items.splice(i, 0, obj);
+      }
     }
     this.lastRV = rv;
     if (rv > this.syncedRV) this.syncedRV = rv;
