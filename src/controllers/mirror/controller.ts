@@ -55,7 +55,18 @@ interface Running {
   description: string;
   mirror: TargetMirror;
   report?: MirrorReport;
+  /** ms since epoch: until then a mirror just started writes no status while it is still connecting (holdFirstStatus). */
+  connectingUntil?: number;
 }
+
+/** Stream state changes come in bursts (every stream of a target at once): one status write per this many ms. */
+const STATUS_BURST_MS = 100;
+/**
+ * How long a new mirror's first status waits for its streams to list. Written at once, a new
+ * GitTarget's status read "Connecting" and ~20 ms later "Reachable": two writes, two watch events
+ * to every watcher, where one says both (bench/scale counts status writes per new GitTarget).
+ */
+const FIRST_STATUS_GRACE_MS = 1_000;
 
 /**
  * GitTargets reconciled at once. A reconcile mostly waits (the lease, discovery, the status write's
@@ -117,7 +128,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
   const claims = new PathClaims();
-  const pendingStatus = new Map<string, NodeJS.Timeout>();
+  const pendingStatus = new Map<string, { timer: NodeJS.Timeout; at: number }>();
   const ownInformer = !deps.gitTargets;
   const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
 
@@ -153,17 +164,39 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     return run;
   };
 
-  // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
-  const scheduleStatus = (key: string) => {
-    if (pendingStatus.has(key)) return;
-    pendingStatus.set(
-      key,
-      setTimeout(() => {
-        pendingStatus.delete(key);
-        const r = running.get(key);
-        if (r) void writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report));
-      }, 100),
-    );
+  /** ms a new mirror's first status still waits: its streams are connecting and the grace has not run out; else 0 (and the grace is over). */
+  const holdFirstStatus = (r: Running): number => {
+    if (r.connectingUntil === undefined) return 0;
+    const left = r.connectingUntil - Date.now();
+    if (left > 0 && statusFromReport(r.generation, r.description, r.report).sourceReachable.reason === 'Connecting') return left;
+    r.connectingUntil = undefined;
+    return 0;
+  };
+
+  /** The running mirror's status as its report says now, unless its first status still waits (then later). */
+  const writeReported = (key: string): Promise<void> | undefined => {
+    const r = running.get(key);
+    if (!r) return undefined;
+    const wait = holdFirstStatus(r);
+    if (wait > 0) {
+      scheduleStatus(key, wait);
+      return undefined;
+    }
+    return writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report));
+  };
+
+  // One write per burst of stream state changes; a sooner schedule replaces a later one (a report
+  // that ends a new mirror's wait for its streams is written after a burst, not after the grace).
+  const scheduleStatus = (key: string, delayMs = STATUS_BURST_MS) => {
+    const at = Date.now() + delayMs;
+    const pending = pendingStatus.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      pendingStatus.delete(key);
+      void writeReported(key);
+    }, delayMs);
+    pendingStatus.set(key, { timer, at });
   };
 
   const reconcile = async (key: string) => {
@@ -277,6 +310,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
         token: conn.token,
         description: conn.description,
         mirror: undefined as unknown as TargetMirror,
+        connectingUntil: Date.now() + FIRST_STATUS_GRACE_MS,
       };
       entry.mirror = new TargetMirror({
         key: tk,
@@ -299,8 +333,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       log.info('mirror started', { target: key, source: conn.description, generation });
       await entry.mirror.start();
     }
-    const r = running.get(key);
-    if (r) await writeStatus(key, uid, statusFromReport(r.generation, r.description, r.report));
+    await writeReported(key);
     // Only a kubeconfig Secret can change without an event reaching this controller (it is read
     // uncached, source/connector.ts): a target on the default source is not looked at again until
     // its GitTarget, its authority (authority/verifier.ts onChange) or its lease changes.
@@ -346,7 +379,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       // teardowns below end its streams.
       void queue.stop();
       if (ownInformer) informer.stop();
-      for (const t of pendingStatus.values()) clearTimeout(t);
+      for (const p of pendingStatus.values()) clearTimeout(p.timer);
       await Promise.all([...running.keys()].map((k) => teardown(k)));
     },
     idle: () => queue.drained(),

@@ -3,7 +3,7 @@
 // RepositoryReady changes, so a failing remote shows on Ready at once rather than at the mirror's
 // next status write.
 import type { KubeObject } from '../../storage/types.js';
-import { readyCondition } from '../mirror/status.js';
+import { orderConditions, readyCondition } from '../mirror/status.js';
 import { setCondition, type Condition } from '../status.js';
 import { realClock, type Clock, type ClockTimer } from '../runtime/clock.js';
 
@@ -32,7 +32,11 @@ export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObje
   let repoChanged = false;
   if (s.repoOK) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen);
   if (s.repoError) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen);
-  if (repoChanged) refreshReady(status);
+  if (repoChanged) {
+    refreshReady(status);
+    // setCondition appends a new condition: put it where the mirror's writes keep it.
+    status.conditions = orderConditions(status.conditions as Condition[]);
+  }
   return changed || repoChanged;
 }
 
