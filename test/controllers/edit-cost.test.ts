@@ -5,7 +5,9 @@
 // (a GET of the counter + an XRANGE of the commitwindows log) only where it decides on it
 // (src/controllers/windows/controller.ts work). A transition's read-modify-write starts from the
 // cache (WindowRecords.mutate): its compare-and-swap refuses a stale copy. Before, each transition
-// read the record consistently once more: ~7 XRANGEs of that log per edit where 3 remain.
+// read the record consistently once more: 6 XRANGEs of that log per edit where 3 remain. The commit's
+// status write (lastCommit) reads the GitTarget consistently once, in the registry's update; the
+// controllers' client read it consistently before that too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
@@ -15,6 +17,8 @@ import { until } from '../support/deadline.js';
 
 const WINDOWS_LOG = 'log:internal.configbutler.ai/commitwindows';
 const WINDOWS_OBJECTS = 'obj:internal.configbutler.ai/commitwindows';
+const TARGETS_LOG = 'log:configbutler.ai/gittargets';
+const TARGETS_OBJECTS = 'obj:configbutler.ai/gittargets';
 const EDITS = 5;
 
 test('an edit costs three window record writes and at most four consistent reads of the record', { timeout: 180_000 }, async (t) => {
@@ -54,6 +58,16 @@ test('an edit costs three window record writes and at most four consistent reads
   // The snapshot's last status writes land before the count starts.
   await new Promise((r) => setTimeout(r, 1_500));
 
+  // Commits are awaited with GETs at resourceVersion=0, served from the cache: a plain GET is a
+  // consistent read of the GitTargets, and a watch makes the store's progress tick read them too.
+  const committed = async (before: string) => {
+    let now = before;
+    await until(async () => {
+      now = (await server.get(`${ns('team')}/mirror?resourceVersion=0`)).body?.status?.lastCommit?.sha ?? '';
+      return now !== before;
+    }, 'the edit to be committed', 30_000);
+    return now;
+  };
   const commands: string[][] = [];
   monitor = await monitored.monitor();
   monitor.on('monitor', (_time: string, args: string[]) => commands.push(args.map(String)));
@@ -61,11 +75,7 @@ test('an edit costs three window record writes and at most four consistent reads
   for (let k = 1; k <= EDITS; k++) {
     const r = await server.request('PATCH', '/api/v1/namespaces/team/configmaps/app', { body: { data: { k: `v${k}` } }, contentType: 'application/merge-patch+json' });
     assert.equal(r.status, 200, r.text);
-    const before = sha;
-    await until(async () => {
-      sha = (await target())?.status?.lastCommit?.sha ?? '';
-      return sha !== before;
-    }, `edit ${k} to be committed`, 30_000);
+    sha = await committed(sha);
   }
   // The window cleared after the last commit is written and reconciled.
   // A write that changed the record: the HSET inside the write script (a refused compare-and-swap has none).
@@ -75,12 +85,18 @@ test('an edit costs three window record writes and at most four consistent reads
   monitor.disconnect();
 
   const reads = commands.filter((a) => a[0]?.toLowerCase() === 'xrange' && a[1]?.endsWith(WINDOWS_LOG)).length;
+  const targetReads = commands.filter((a) => a[0]?.toLowerCase() === 'xrange' && a[1]?.endsWith(TARGETS_LOG)).length;
+  const targetWrites = commands.filter((a) => a[0] === 'HSET' && a[1]?.endsWith(TARGETS_OBJECTS)).length;
   const writes = windowWrites();
   const staged = commands.filter((a) => a[0] === 'HSET' && a[1]?.endsWith(WINDOWS_OBJECTS) && a[3]?.includes('"staging":[{')).length;
-  t.diagnostic(`${EDITS} edits: ${writes} window record writes (${staged} with a change waiting for its audit fact), ${reads} consistent reads of the window records, ${commands.length} Redis commands in all`);
+  t.diagnostic(`${EDITS} edits: ${writes} window record writes (${staged} with a change waiting for its audit fact), ${reads} consistent reads of the window records, ${targetWrites} GitTarget status writes, ${targetReads} consistent reads of the GitTargets, ${commands.length} Redis commands in all`);
   // Open (the change joins a new window), close, clear after the commit: three compare-and-swaps
   // per edit. A change the mirror sees before the sandbox recorded its audit fact waits in the
   // record's staging list first (src/controllers/windows/staging.ts): one more write for it.
   assert.equal(writes, 3 * EDITS + staged, `window record writes for ${EDITS} edits`);
   assert.ok(reads <= 4 * EDITS, `consistent reads of the window records for ${EDITS} edits: ${reads}, at most ${4 * EDITS}`);
+  // One status write per commit (lastCommit), read consistently once: by the registry's update,
+  // which refuses a stale copy. The controller's own read is the cache's (src/controllers/client.ts).
+  assert.equal(targetWrites, EDITS, `GitTarget status writes for ${EDITS} edits`);
+  assert.ok(targetReads <= targetWrites, `consistent reads of the GitTargets for ${targetWrites} status writes: ${targetReads}`);
 });
