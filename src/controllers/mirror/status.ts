@@ -45,17 +45,17 @@ export function readyCondition(conds: Condition[], suspended: boolean): Omit<Con
   return { status: 'True', reason: 'Ready', message: 'the source is mirrored into the repository' };
 }
 
+/** Ready first, then its inputs, then anything else: stable for readers and diffs. */
 const CONDITION_ORDER = ['Ready', 'Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
 
 /**
- * A GitTarget's conditions as stored: Ready first, then the inputs in a fixed order, then anything
- * else in the order it came (stable for readers and diffs). Every writer of a GitTarget's
- * conditions orders them so (windows/target-status.ts too): when the windows controller appended
- * RepositoryReady after Synced, the mirror's next write only moved it, one more status write and
- * watch event for every new GitTarget.
+ * A GitTarget's conditions in CONDITION_ORDER. Both writers of the status keep it
+ * (windows/target-status.ts too): when the windows controller appended RepositoryReady last, the
+ * mirror's next write only moved it back, one write per new GitTarget that changed nothing else.
  */
-export function orderConditions<T extends { type: string }>(conds: T[]): T[] {
-  return [...conds].sort((a, b) => (CONDITION_ORDER.indexOf(a.type) + 1 || 99) - (CONDITION_ORDER.indexOf(b.type) + 1 || 99));
+export function inConditionOrder<C extends { type: string }>(conds: C[]): C[] {
+  const rank = (c: C) => CONDITION_ORDER.indexOf(c.type) + 1 || 99;
+  return [...conds].sort((a, b) => rank(a) - rank(b));
 }
 
 /** The status `obj` should have; undefined when it already has it. */
@@ -81,7 +81,7 @@ export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Reco
       message: c.message.slice(0, 32768),
     };
   });
-  status.conditions = orderConditions(next);
+  status.conditions = inConditionOrder(next);
   status.observedGeneration = s.generation;
   status.streams = { ready: s.streams.ready, total: s.streams.total, summary: `${s.streams.ready}/${s.streams.total}` };
   const same = JSON.stringify(status) === JSON.stringify(obj.status ?? {});
