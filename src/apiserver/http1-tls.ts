@@ -20,10 +20,48 @@
 // in lib/_http_server.js): the parser then receives 'data' events, and a paused stream buffers
 // instead of emitting them, however many records one TCP read held. HTTP/2 sessions are not
 // affected (nghttp2 does its own flow control), so only HTTP/1.1 connections are switched.
+//
+// The same connections close gracefully ("lingering close"). A response that ends the connection
+// (`Connection: close`, as fastify answers a body it refuses: 413 on its Content-Length) is often
+// sent while the client is still sending that body. Node then calls `socket.destroySoon()`
+// (resOnFinish in lib/_http_server.js), which closes the descriptor as soon as the answer is
+// written; the body bytes still arriving meet a closed socket, the kernel answers them with a TCP
+// reset, and the client's kernel drops what it had received and not yet read: the answer itself
+// (node's own client saw EPIPE instead of the 413; test/protocol/refused-body-close.test.ts). Go's
+// net/http half-closes and waits (closeWriteAndWait, rstAvoidanceDelay in net/http/server.go),
+// Apache reads and discards (lingering_close). Here: half-close (the answer, TLS close_notify and
+// FIN go out), read and discard for at most LINGER_MS or LINGER_BYTES, then close; sooner when the
+// client closes its side.
 import type { Server as NetServer } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
 function ignore(): void {}
+
+/** How long a closing connection keeps reading (and discarding) after its last answer. */
+export const LINGER_MS = 1_000;
+/** How much a closing connection reads and discards before it closes anyway. */
+export const LINGER_BYTES = 4 * 1024 * 1024;
+
+/** Ends the writing side at once; keeps reading, bounded, so the client reads the last answer. */
+function lingeringClose(this: TLSSocket): void {
+  const socket = this;
+  if (socket.destroyed) return;
+  let discarded = 0;
+  const close = () => socket.destroy();
+  const timer = setTimeout(close, LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  // A client that has read everything closes its side; the lingering ends with it.
+  socket.once('end', close);
+  // Nothing read from now on is a request: the parser (node's socketOnData) stops here, so a
+  // request pipelined behind the refused body is never run on a connection that said it closes.
+  socket.removeAllListeners('data');
+  socket.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_BYTES) close();
+  });
+  socket.end();
+}
 
 /**
  * Installs the switch on a TLS (or HTTP/2 secure, allowHTTP1) server. Call after the server is
@@ -35,5 +73,6 @@ export function parseHTTP1FromStream(server: NetServer): void {
     // Set by node's HTTP/1.1 connection listener; absent when no HTTP/1.1 server took the socket.
     if (!(socket as unknown as { parser?: unknown }).parser) return;
     socket.on('data', ignore);
+    (socket as unknown as { destroySoon: () => void }).destroySoon = lingeringClose;
   });
 }
