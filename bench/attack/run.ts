@@ -1,4 +1,4 @@
-// The attack run (`npm run bench -- attack [--quick] [--as=tenant] [--only=cardinality,idle,patch,nesting,lists,lists-smp,remote,...]`):
+// The attack run (`npm run bench -- attack [--quick] [--as=tenant] [--only=cardinality,idle,patch,nesting,lists,lists-smp,remote,kubeconfig,...]`):
 // starts the built server (embedded storage, dev PKI, AlwaysAllow) and runs the attacks one after
 // the other. For each it prints, before, during and after the attack: the number of metric series,
 // the server's RSS and open file descriptors, the event-loop delay (prom-client's
@@ -12,7 +12,7 @@
 // `--as=tenant` attacks as a tenant would: the server authorizes with RBAC
 // (`--authorization-mode=RBAC`, a policy file holding the documented `reverser-apiserver:edit`
 // ClusterRole of apiservice/user-roles.yaml bound in namespace `default`, and a Role for the
-// sandbox's ConfigMaps and Deployments there) and the attacks send with a client certificate for
+// sandbox's ConfigMaps, Deployments and Secrets there) and the attacks send with a client certificate for
 // the user `tenant` issued by the dev CA, so authentication, RBAC and the GitTarget authority
 // checks are on their path. Attacks that run before authentication (idle connections) are left
 // out. Records are scenarios of their own (attack.<name>-as-tenant).
@@ -25,8 +25,9 @@ import { issueCertificate } from '../../src/certs/pki.js';
 import { httpAttacks } from './attacks-http.js';
 import { listAttacks } from './attacks-lists.js';
 import { remoteAttacks } from './attacks-remotes.js';
+import { kubeconfigAttacks } from './attacks-kubeconfig.js';
 
-const ATTACKS: Attack[] = [...httpAttacks, ...listAttacks, ...remoteAttacks].sort((a, b) => a.order - b.order);
+const ATTACKS: Attack[] = [...httpAttacks, ...listAttacks, ...remoteAttacks, ...kubeconfigAttacks].sort((a, b) => a.order - b.order);
 
 const argv = process.argv.slice(2);
 const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
@@ -100,7 +101,9 @@ function tenantPolicy(): string {
   const sandbox =
     'apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: bench-tenant-sandbox, namespace: default}\nrules:\n' +
     '- {apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, update, patch, delete]}\n' +
-    '- {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, create, update, patch, delete]}\n';
+    '- {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, create, update, patch, delete]}\n' +
+    // A tenant keeps its own kubeconfig Secrets (the hostile-kubeconfig attack, attacks-kubeconfig.ts).
+    '- {apiGroups: [""], resources: [secrets], verbs: [get, list, watch, create, update, patch, delete]}\n';
   return [edit.trim() + '\n', binding('tenant-edit', 'ClusterRole', 'reverser-apiserver:edit'), sandbox, binding('tenant-sandbox', 'Role', 'bench-tenant-sandbox')].join('---\n');
 }
 

@@ -4,7 +4,8 @@
 // no request in progress, and a request whose body never finishes are closed after
 // --idle-connection-timeout (kube-apiserver closes idle HTTP/2 connections after 90 s); streams per
 // HTTP/2 session are capped (--http2-max-streams-per-connection); TLS handshakes in progress are
-// bounded per client address (--max-tls-handshakes-per-address, handshakes.ts). Long-running
+// bounded per client address and in total (--max-tls-handshakes-per-address, --max-tls-handshakes,
+// handshakes.ts). Long-running
 // requests (watches) are not idle: their connections stay open however quiet they are. HTTP/1.1
 // over TLS is parsed from the socket's stream, so that pausing a connection holds (http1-tls.ts).
 import type { Http2SecureServer, Http2Session, ServerHttp2Stream } from 'node:http2';
@@ -24,6 +25,8 @@ export interface ConnectionLimits {
   maxStreamsPerConnection: number;
   /** TLS handshakes in progress per client address; more connections wait their turn (0: no bound). */
   maxHandshakesPerAddress: number;
+  /** TLS handshakes in progress over all addresses; more connections wait their turn (0: no bound). */
+  maxHandshakes: number;
 }
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
@@ -31,6 +34,7 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   handshakeTimeoutMs: 10_000,
   maxStreamsPerConnection: 1000,
   maxHandshakesPerAddress: 16,
+  maxHandshakes: 64,
 };
 
 /** Options merged into the TLS/HTTP2 server's options. */
@@ -55,7 +59,7 @@ function closeSession(session: Http2Session): void {
 
 export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger): void {
   const idle = limits.idleTimeoutMs;
-  const gate = gateHandshakes(server as never, limits.maxHandshakesPerAddress, limits.handshakeTimeoutMs);
+  const gate = gateHandshakes(server as never, limits.maxHandshakesPerAddress, limits.maxHandshakes, limits.handshakeTimeoutMs);
   // A paused HTTP/1.1 connection must not see a request cut short (http1-tls.ts).
   parseHTTP1FromStream(server as never);
   let waitedOutBefore = 0;

@@ -19,7 +19,6 @@
 // boundedCopyWork), and paths like `/constructor/...` resolve to nothing, so every container an
 // operation walks through is cloned first, reads too (a `test` or the "from" of a `move` through a
 // stored object would otherwise see inherited properties).
-import { type Work, YIELD_MASK } from '../registry/apply/work.js';
 
 /** The owner of the document's root. */
 const ROOT = Object.freeze({});
@@ -78,42 +77,15 @@ export class SharedDocument {
   }
 
   /**
-   * The approximate JSON size of `value` (as jsonSizeWork in patch.ts counts it), or some number
-   * over `budget` once it passes it. Values never changed again keep their size, so a value made of
-   * earlier copies costs the walk of what is new in it.
+   * The remembered JSON size of `value`, for the size walk in patch.ts (jsonSizeWork): values
+   * never changed again keep their size, so a value made of earlier copies costs the walk of what
+   * is new in it.
    */
-  *sizeWork(value: unknown, budget: number): Work<number> {
-    const known = isContainer(value) ? this.sizes.get(value) : undefined;
-    if (known !== undefined) return known;
-    let size = 0;
-    let visited = 0;
-    const stack: unknown[] = [value];
-    while (stack.length > 0) {
-      const v = stack.pop();
-      if (typeof v === 'string') size += v.length + 2;
-      else if (typeof v === 'number') size += 8;
-      else if (typeof v === 'boolean' || v === null || v === undefined) size += 5;
-      else {
-        const remembered = this.sizes.get(v as object);
-        if (remembered !== undefined) size += remembered;
-        else if (Array.isArray(v)) {
-          size += 2 + v.length;
-          for (const x of v) stack.push(x);
-        } else {
-          const o = v as Record<string, unknown>;
-          for (const k of Object.keys(o)) {
-            size += k.length + 4;
-            stack.push(o[k]);
-          }
-          size += 2;
-        }
-      }
-      if (size > budget) return size;
-      if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
-    }
-    // Remembered only for a value nobody owns: it is never changed.
+  readonly knownSize = (value: object): number | undefined => this.sizes.get(value);
+
+  /** Remembers `value`'s size, only for a value nobody owns: it is never changed. */
+  rememberSize(value: unknown, size: number): void {
     if (isContainer(value) && !this.owner.has(value)) this.sizes.set(value, size);
-    return size;
   }
 }
 

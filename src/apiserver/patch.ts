@@ -124,8 +124,12 @@ export function jsonSizeWithin(value: unknown, budget: number): number {
   return finish(jsonSizeWork(value, budget));
 }
 
-/** jsonSizeWithin as work that yields every few hundred values (src/registry/apply/work.ts). */
-function* jsonSizeWork(value: unknown, budget: number): Work<number> {
+/**
+ * jsonSizeWithin as work that yields every few hundred values (src/registry/apply/work.ts).
+ * `known` gives the size of a container already measured (a shared value's remembered size,
+ * patch-sharing.ts), counted without walking it again.
+ */
+function* jsonSizeWork(value: unknown, budget: number, known?: (container: object) => number | undefined): Work<number> {
   let size = 0;
   let visited = 0;
   const stack: unknown[] = [value];
@@ -134,21 +138,35 @@ function* jsonSizeWork(value: unknown, budget: number): Work<number> {
     if (typeof v === 'string') size += v.length + 2;
     else if (typeof v === 'number') size += 8;
     else if (typeof v === 'boolean' || v === null || v === undefined) size += 5;
-    else if (Array.isArray(v)) {
-      size += 2 + v.length;
-      for (const x of v) stack.push(x);
-    } else if (typeof v === 'object') {
-      // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
-      const o = v as Record<string, unknown>;
-      for (const k of Object.keys(o)) {
-        size += k.length + 4;
-        stack.push(o[k]);
+    else if (typeof v === 'object') {
+      const remembered = known?.(v);
+      if (remembered !== undefined) size += remembered;
+      else if (Array.isArray(v)) {
+        size += 2 + v.length;
+        for (const x of v) stack.push(x);
+      } else {
+        // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
+        const o = v as Record<string, unknown>;
+        for (const k of Object.keys(o)) {
+          size += k.length + 4;
+          stack.push(o[k]);
+        }
+        size += 2;
       }
-      size += 2;
     }
     if (size > budget) return size;
     if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
   }
+  return size;
+}
+
+/**
+ * The size of a value in the shared document (or some number over `budget`), remembered when it
+ * fits, so a value made of earlier copies costs the walk of what is new in it.
+ */
+function* sharedSizeWork(shared: SharedDocument, value: unknown, budget: number): Work<number> {
+  const size = yield* jsonSizeWork(value, budget, shared.knownSize);
+  if (size <= budget) shared.rememberSize(value, size);
   return size;
 }
 
@@ -220,7 +238,7 @@ function explain(e: unknown, op: Operation, index: number): string {
 export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
   // The stored object is shared, never changed: operations copy what they write to (patch-sharing.ts).
   const shared = new SharedDocument(doc);
-  const base = await inSlices(shared.sizeWork(doc, Infinity));
+  const base = await inSlices(sharedSizeWork(shared, doc, Infinity));
   // Operations hand their values to the document, which later operations change: every
   // application (a conflict retries it) starts from a fresh copy of the patch's values.
   const ops: Operation[] = [];
@@ -247,7 +265,7 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
       // its bytes to the document: counted against what the limit still allows, stopping as soon
       // as it passes it, before anything is built.
       shared.share(value);
-      const size = await inSlices(shared.sizeWork(value, limitBytes - base - copied));
+      const size = await inSlices(sharedSizeWork(shared, value, limitBytes - base - copied));
       if (size > limitBytes - base - copied) throw status.patchTooLarge(limitBytes, describe(op, index));
       copied += size;
       applied = { op: 'add', path: op.path, value };
@@ -275,7 +293,7 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
   }
   // The result must fit the limit (shared values counted by their remembered size), then becomes
   // ordinary objects in one pass: nothing is built for a result that does not fit.
-  if ((await inSlices(shared.sizeWork(shared.root, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
+  if ((await inSlices(sharedSizeWork(shared, shared.root, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
   const result = await inSlices(boundedCopyWork(shared.root, limitBytes, false));
   if (result.over) throw status.patchTooLarge(limitBytes, 'the patched object');
   return result.copy;

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGzip, gzip, gzipSync } from 'node:zlib';
 import { type Work, YIELD_MASK, inSlices } from '../registry/apply/work.js';
-import { LEAF } from '../registry/apply/leaf.js';
+import { LEAF, knownJSON } from '../registry/apply/leaf.js';
 import { listPieces, type ListBody } from './list-body.js';
 import { stringifyPortable } from '../model/yaml-scalars.js';
 import type { Output } from './negotiation.js';
@@ -137,6 +137,12 @@ function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
     parts.push(JSON.stringify(v));
     return;
   }
+  // A wide fieldsV1 node encoded by this process carries its text (src/storage/known-json.ts).
+  const known = knownJSON(v);
+  if (known !== undefined) {
+    parts.push(known);
+    return;
+  }
   parts.push('{');
   let first = true;
   let i = 0;
@@ -167,6 +173,13 @@ function isEmptyPlainObject(x: object): boolean {
 
 const gzipAsync = promisify(gzip);
 
+/** The bytes of JSON.stringify(body) for JSON data, serialized in slices (what sendObject sends). */
+export async function jsonInSlices(body: unknown): Promise<Buffer> {
+  const parts = new Pieces();
+  await inSlices(stringifyWork(body, parts));
+  return parts.bytes();
+}
+
 /**
  * send() for one object that may be large (the answer to a write): compact JSON is serialized in
  * slices and gzip runs on the thread pool, so a 3 MiB list does not stop other requests meanwhile.
@@ -176,9 +189,7 @@ export async function sendObject(reply: FastifyReply, code: number, body: unknow
     send(reply, code, body, output, warnings);
     return;
   }
-  const parts = new Pieces();
-  await inSlices(stringifyWork(body, parts));
-  const bytes = parts.bytes();
+  const bytes = await jsonInSlices(body);
   setWarnings(reply, warnings);
   reply.code(code).header('content-type', 'application/json');
   noCache(reply);

@@ -55,6 +55,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'idle-connection-timeout', description: 'Seconds after which an HTTP/2 connection without open streams, or an HTTP/1.1 connection without a request in progress, is closed; also the time a request body has to arrive.', default: '90' },
   { name: 'tls-handshake-timeout', description: 'Seconds a client has to complete the TLS handshake.', default: '10' },
   { name: 'max-tls-handshakes-per-address', description: 'TLS handshakes in progress at once per client address; further connections from it wait their turn (closed if still waiting after --tls-handshake-timeout). 0: no bound.', default: '16' },
+  { name: 'max-tls-handshakes', description: 'TLS handshakes in progress at once over all client addresses; further connections wait their turn, addresses taking turns (closed if still waiting after --tls-handshake-timeout). 0: no bound.', default: '64' },
   { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
@@ -224,6 +225,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     handshakeTimeoutMs: int(values, 'tls-handshake-timeout', 1, 600) * 1000,
     maxStreamsPerConnection: int(values, 'http2-max-streams-per-connection', 1, 100_000),
     maxHandshakesPerAddress: int(values, 'max-tls-handshakes-per-address', 0, 100_000),
+    maxHandshakes: int(values, 'max-tls-handshakes', 0, 100_000),
   };
   let auth: { authn: AuthnOptions; authz: AuthzOptions };
   try {

@@ -36,7 +36,7 @@ export interface ServeOptions {
   maxRequestBytes: number;
   /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
   quotas: GitTargetQuotas;
-  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number; maxHandshakesPerAddress: number };
+  connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number; maxHandshakesPerAddress: number; maxHandshakes: number };
   logLevel: LogLevel;
   committer: { name: string; email: string };
   /** Trailer keys that name a person in a CommitRequest message (registry/commit-message-policy.ts). */

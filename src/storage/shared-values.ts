@@ -7,6 +7,7 @@
 // (docs/architecture.md, "What one GitTarget holds").
 
 import type { KubeObject } from './types.js';
+import { knownJSON } from './known-json.js';
 
 // The value of every member that is not also a parent in fieldsV1 (`"v:\"a\"": {}`): one frozen
 // object shared by all of them instead of one per member (136,000 for a 3 MiB list), encoded by
@@ -77,7 +78,8 @@ export function parseShared(json: string, prev: KubeObject | undefined): KubeObj
 function share(a: unknown, b: unknown, at: At, left: { n: number }): unknown {
   // Already shared (the registry reuses a stored fieldsV1 it did not change), or frozen (tests
   // deep-freeze stored objects): nothing to replace inside, and a frozen one cannot be written.
-  if (a === null || typeof a !== 'object' || a === b || Object.isFrozen(a)) return a;
+  // So is an object whose JSON text is known (known-json.ts: a wide fieldsV1 node encoded here).
+  if (a === null || typeof a !== 'object' || a === b || Object.isFrozen(a) || knownJSON(a) !== undefined) return a;
   if (left.n < 0) return a;
   if (Array.isArray(a)) {
     const bs = Array.isArray(b) ? (b as unknown[]) : undefined;

@@ -13,6 +13,8 @@
 // Values must not change while they are serialized: the stores hand over objects that are
 // replaced, never mutated, on write (embedded.ts withRV), and captured arrays of them.
 import { createHash, type Hash } from 'node:crypto';
+import { knownJSON } from './known-json.js';
+import { LEAF } from './shared-values.js';
 
 /** Longest run of serialization (ms) before yielding the event loop. */
 export const SLICE_MS = 4;
@@ -59,6 +61,13 @@ export function sizeWithin(v: unknown, limit: number = SMALL): number {
       if (size > limit) return Infinity;
       for (const e of x) stack.push(e);
     } else {
+      // An object whose text is known (known-json.ts) is measured without listing its keys.
+      const known = knownJSON(x);
+      if (known !== undefined) {
+        size += known.length;
+        if (size > limit) return Infinity;
+        continue;
+      }
       const wide = WIDE.get(x);
       if (wide !== undefined && size + wide > limit) return Infinity;
       size += 2;
@@ -157,6 +166,11 @@ class Writer {
       await this.rows(v.items, v.row);
       return;
     }
+    const known = knownJSON(v);
+    if (known !== undefined) {
+      await this.text(known);
+      return;
+    }
     if (typeof (v as { toJSON?: unknown }).toJSON === 'function' || sizeWithin(v) <= SMALL) {
       this.raw(JSON.stringify(v));
       await this.tick();
@@ -171,11 +185,18 @@ class Writer {
     await this.tick();
     this.raw('{');
     let first = true;
+    let i = 0;
     for (const k of Object.keys(v)) {
       const e = (v as Record<string, unknown>)[k];
       if (e === undefined || typeof e === 'function' || typeof e === 'symbol') continue;
       const name = first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
       first = false;
+      // The shared fieldsV1 leaf (shared-values.ts) without a size estimate or a clock read.
+      if (e === LEAF) {
+        this.raw(`${name}{}`);
+        if ((++i & 63) === 0 && performance.now() >= this.deadline) await this.tick();
+        continue;
+      }
       // A member that value() would hand to JSON.stringify whole is written here without an
       // await: one await per member of an object of 136,000 keys (managedFields of a long list)
       // cost eight times the native serialization of the whole object.
@@ -233,6 +254,23 @@ class Writer {
     endRun();
     this.raw(']');
     await this.tick();
+  }
+
+  /** Text already serialized (a value's known JSON), in pieces that end on whole characters. */
+  private async text(s: string): Promise<void> {
+    if (s.length <= PIECE) {
+      this.raw(s);
+      await this.tick();
+      return;
+    }
+    for (let at = 0; at < s.length;) {
+      let end = Math.min(s.length, at + PIECE);
+      const c = s.charCodeAt(end - 1);
+      if (end < s.length && c >= 0xd800 && c <= 0xdbff) end++;
+      this.raw(s.slice(at, end));
+      at = end;
+      await this.tick();
+    }
   }
 
   private async longString(s: string): Promise<void> {

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cloneAndCheck, git } from '../git/git-cli.js';
 import { ManualClock } from '../support/clock.js';
+import { withOverrides } from '../support/overrides.js';
 import { WindowRecords, emptyRecord, recordSnapshot } from '../../src/controllers/windows/record.js';
 import { StoreWindowSink } from '../../src/controllers/windows/sink.js';
 import { createStore } from '../../src/storage/index.js';
@@ -204,13 +205,7 @@ test('a commit whose status write fails (the store answers 503) still gets its l
     return real.update(res, key, obj, rv);
   };
   // Every other call reaches the store itself, as itself (its state lives on it, not on a copy).
-  const store = new Proxy(real, {
-    get: (target, prop) => {
-      if (prop === 'update') return update;
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  const store = withOverrides(real, { update });
   const h = await startHarness(t, { dataDir: dir, store });
   await createGitSecret(h.store, remote);
   const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 0 });

@@ -2,14 +2,17 @@
 // --max-tls-handshakes-per-address): one address cannot make the server run more handshakes at
 // once than the bound, however many connections it opens; its further connections wait their
 // turn, and are closed if still waiting after --tls-handshake-timeout. Other addresses are not
-// affected. The "attacker" holds handshakes open with ClientHellos cut short and connects from
+// affected. In total (--max-tls-handshakes) neither can many addresses together; waiting
+// addresses take turns, and established connections keep being answered. The "attacker" holds handshakes open with ClientHellos cut short and connects from
 // 127.0.0.2 (all of 127/8 is loopback on Linux); the bystander connects from 127.0.0.1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { Duplex } from 'node:stream';
 import { startServer } from '../support/server.js';
-import { withDeadline } from '../support/deadline.js';
+import { until, withDeadline } from '../support/deadline.js';
+import { h2request, h2session } from './http-support.js';
 
 const ATTACKER = '127.0.0.2';
 const BYSTANDER = '127.0.0.1';
@@ -88,4 +91,80 @@ test('a connection still waiting for a handshake slot after --tls-handshake-time
   t.diagnostic(`starved connection: ${s.outcome} after ${s.ms.toFixed(0)} ms`);
   assert.equal(s.outcome, 'closed');
   assert.ok(s.ms >= 1_900 && s.ms < 2_900, `closed after ${s.ms} ms (the timeout is 2 s; its turn would have come after ~3 s)`);
+});
+
+/**
+ * A handshake the server has started and never sees finish: the ClientHello goes through, the
+ * server answers it (its signature and key exchange done, `answered`), and the client's next
+ * flight is dropped, so the handshake stays in progress until the socket closes or times out.
+ * A connection still waiting for a slot gets no answer.
+ */
+function halfHandshake(port: number, localAddress: string): { raw: Socket; answered: Promise<void>; isAnswered(): boolean } {
+  const raw = tcpConnect({ host: '127.0.0.1', port, localAddress });
+  let got = false;
+  let answer!: () => void;
+  const answered = new Promise<void>((r) => (answer = r));
+  const pipe = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      // The client speaks again only after the server's answer: all it sends before is the hello.
+      if (!got) raw.write(chunk);
+      cb();
+    },
+  });
+  raw.on('data', (c: Buffer) => {
+    if (!got) {
+      got = true;
+      answer();
+    }
+    pipe.push(c);
+  });
+  raw.on('error', () => {});
+  raw.on('close', () => pipe.destroy());
+  const client = tlsConnect({ socket: pipe, servername: 'localhost', rejectUnauthorized: false });
+  client.on('error', () => {});
+  return { raw, answered, isAnswered: () => got };
+}
+
+test('at most --max-tls-handshakes handshakes run over all addresses, however many addresses connect; waiting addresses take turns; an established client keeps its answers', { timeout: 60_000 }, async (t) => {
+  const server = await startServer(['--max-tls-handshakes=8', '--max-tls-handshakes-per-address=16', '--tls-handshake-timeout=30']);
+  t.after(() => server.stop());
+  const established = h2session(server);
+  t.after(() => established.destroy());
+  assert.equal((await h2request(established, 'GET', '/healthz')).status, 200);
+  const half: Array<ReturnType<typeof halfHandshake>> = [];
+  const clients: TLSSocket[] = [];
+  t.after(() => [...half.map((h) => h.raw), ...clients].forEach((s) => s.destroy()));
+
+  // 20 addresses (127.0.0.10-29), 3 connections each: the server starts 8 handshakes, no more.
+  for (let a = 10; a < 30; a++) for (let i = 0; i < 3; i++) half.push(halfHandshake(server.port, `127.0.0.${a}`));
+  await until(() => half.filter((h) => h.isAnswered()).length >= 8, '8 handshakes to start', 10_000, 10);
+  // The established client is answered meanwhile; a new connection waits like the others.
+  const healthz: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const r = await h2request(established, 'GET', '/healthz', { timeoutMs: 5_000 });
+    assert.equal(r.status, 200);
+    healthz.push(r.ms);
+  }
+  const fresh = handshake(server.port, server.ca, BYSTANDER);
+  clients.push(fresh.socket);
+  assert.equal(await settledWithin(fresh.done, 1_000), 'pending', 'a new connection started a 9th handshake');
+  assert.equal(half.filter((h) => h.isAnswered()).length, 8, 'handshakes started over 20 addresses');
+  t.diagnostic(`60 connections from 20 addresses: 8 handshakes started; established client's /healthz max ${Math.max(...healthz).toFixed(0)} ms`);
+  assert.ok(Math.max(...healthz) < 2_000, `/healthz on the established connection took ${Math.max(...healthz)} ms`);
+
+  // Every slot held, 52 waiting from 20 addresses, then the bystander's. All of the first 8 end:
+  // the next 8 go to 8 different addresses (each address's first waiting connection, in turn),
+  // not to the 8 oldest connections (which were 3 per address).
+  const started = new Set(half.filter((h) => h.isAnswered()));
+  for (const h of started) h.raw.destroy();
+  await until(() => half.filter((h) => h.isAnswered() && !started.has(h)).length >= 8, 'the next 8 handshakes to start', 10_000, 10);
+  await new Promise((r) => setTimeout(r, 300));
+  const next = half.filter((h) => h.isAnswered() && !started.has(h));
+  assert.equal(next.length, 8, 'handshakes started after 8 ended');
+  const addressesOf = (hs: typeof half) => new Set(hs.map((h) => h.raw.localAddress)).size;
+  assert.equal(addressesOf(next), 8, `the 8 new handshakes came from ${addressesOf(next)} addresses`);
+  // Everyone else gone: the bystander, queued behind 52 connections of 20 addresses, is served.
+  for (const h of half) h.raw.destroy();
+  assert.equal((await withDeadline(fresh.done, 'the bystander once the queue is gone', 5_000)).outcome, 'secure');
 });

@@ -42,15 +42,12 @@ const PATCHED_OBJECT_BYTES = Math.floor(LIMIT_BYTES * 0.9);
 // do the embedded store's append of the 3 MiB object and its snapshots (src/storage/sliced-json.ts;
 // test/storage/embedded-snapshot-delay.test.ts); what cannot be split is JSON.parse of the 3 MiB
 // body (about 10-60 ms of CPU).
-// A known gap, recorded rather than enforced: the server-side apply below passed the bound in some
-// runs and missed it in others (/healthz p99 144-320 ms while the Go build of a cold CI run shared
-// the 2 cores; the attack bench measured p99 1,023 ms and 351 ms (load 2) with the synchronous
-// snapshot, 630 ms at load 12 after it was sliced). After the store's append of its managedFields
-// (one fieldsV1 key per finalizer) stopped costing 24 times a JSON.stringify of them
-// (src/storage/sliced-json.ts), it passed once and missed three tries in another run at load 16-18
-// (scaled p99 107 ms; 130-230 ms, re-applies worst): the exact result and the CPU bound are still
-// asserted every time.
-const SNAPSHOT_GAP = 'a server-side apply that stores a 3 MiB object still misses the /healthz bound on a loaded machine (scaled p99 107-230 ms at load 16-18)';
+// The server-side apply's bound was a recorded `todo` until its CPU was halved: it passed at load
+// ~3 and missed at load 16-18 (scaled p99 107-230 ms), the store's log line, the answer and each
+// copy of the stored object walking the 136,000 keys of its fieldsV1 again. Those now use the
+// node's JSON text or share it (src/storage/known-json.ts; test/security/list-work-cpu.test.ts
+// counts the walks): 2.5-3.0 -> 1.0-1.3 s of server CPU, and the bound held at the first try in
+// four runs at load 7-12 (p99 112-256 ms, scaled by the stretch 58-95 ms, bounds 108-151 ms).
 
 // The commitrequest role of docs/security.md, bound to alice in `default`.
 const POLICY = `
@@ -101,9 +98,9 @@ async function setup(t: TestContext): Promise<Setup> {
  * Runs `send` (an idempotent request) up to TRIES times until /healthz stayed within its bound (a
  * request that really blocks the server fails every try); `check` asserts the exact outcome of each.
  */
-type T = TestContext & { diagnostic(s: string): void; test(name: string, opts: { todo: string }, fn: () => void): Promise<void> };
+type T = TestContext & { diagnostic(s: string): void };
 
-async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Response>, check: (r: H2Response) => void, small: () => Promise<H2Response>, gap?: string): Promise<Measured> {
+async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Response>, check: (r: H2Response) => void, small: () => Promise<H2Response>): Promise<Measured> {
   const eighth = await measure(s.srv.pid, s.bystander, small);
   assert.ok(eighth.r.status < 300, `${name}, an eighth of the list: ${eighth.r.status} ${eighth.r.text.slice(0, 300)}`);
   const tries: string[] = [];
@@ -113,9 +110,8 @@ async function attack(t: T, s: Setup, name: string, send: () => Promise<H2Respon
     check(m.r);
     // Linear: the whole list costs at most 16 times an eighth of it (10 ms ticks; quadratic is 64 times).
     assert.ok(m.cpuMs <= 16 * Math.max(eighth.cpuMs, 50), `${name}: server CPU ${m.cpuMs} ms for the list, ${eighth.cpuMs} ms for an eighth of it`);
-    if (healthzWithinBound(m) || (gap && attempt === TRIES)) {
+    if (healthzWithinBound(m)) {
       t.diagnostic(`${name}: ${tries.join('; ')} (an eighth of the list: ${describe(eighth)})`);
-      if (gap) await t.test(`${name}: /healthz within 100 ms of its baseline`, { todo: gap }, () => assert.ok(healthzWithinBound(m), describe(m)));
       return m;
     }
     assert.ok(attempt < TRIES, `${name}: /healthz too slow while the request ran: ${tries.join('; ')}`);
@@ -162,7 +158,7 @@ test('a server-side apply whose finalizers fill the body limit', { timeout: 300_
     assert.deepEqual([entry.manager, entry.operation, entry.apiVersion], ['lists-test', 'Apply', 'configbutler.ai/v1alpha1']);
     assert.deepEqual(Object.keys(entry.fieldsV1['f:metadata']['f:finalizers']), expected.map((f) => `v:${JSON.stringify(f)}`).sort());
     assert.deepEqual(entry.fieldsV1['f:spec'], { 'f:message': {}, 'f:targetRef': { 'f:name': {} } });
-  }, apply('eighth', JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))), SNAPSHOT_GAP);
+  }, apply('eighth', JSON.stringify(commitRequestWithFinalizers('eighth', Math.floor(n / 8)))));
   const stored = json(await h2request(s.admin, 'GET', `${CR}/applied`, { timeoutMs: 60_000 }), 200);
   assert.equal(stored.metadata.finalizers.length, n);
 });

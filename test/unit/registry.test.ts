@@ -188,3 +188,28 @@ test('CommitRequest: submitter recorded and never changeable; assert-author chec
   assert.equal(ctl.code, 422);
   assert.match(ctl.message!, /spec\.message: Invalid value: "a\\u0007b": must be plain text: no control characters other than newline and tab \(found \\x07 at offset 1\)/);
 });
+
+test('an update checks the finalizers and set lists it changes; lists it leaves as stored are not checked again', async (t) => {
+  const store = await createEmbeddedStore();
+  t.after(() => store.close());
+  const r = new Registry(gitTargets, store);
+  const resources = (namespaces: string[]) => [{ group: '', version: 'v1', resource: 'configmaps', namespaces }];
+  const created = await r.create(ctx, 'a', { ...gt('f', { resources: resources(['x', 'y']) }), metadata: { name: 'f', finalizers: ['example.com/a', 'example.com/b'] } }, opts);
+  const update = (finalizers: string[], namespaces: string[], labels?: Record<string, string>) => {
+    const o = structuredClone(created.object) as any;
+    o.metadata.finalizers = finalizers;
+    o.metadata.labels = labels;
+    o.spec.resources = resources(namespaces);
+    return r.update(ctx, 'a', 'f', o, opts, '');
+  };
+  const dup = await statusOf(update(['example.com/a', 'example.com/a'], ['x', 'y']));
+  // Reported twice, as before this change: once by the finalizer rules, once as a `set` list.
+  assert.deepEqual([dup.code, dup.message], [422, 'GitTarget.configbutler.ai "f" is invalid: [metadata.finalizers[1]: Duplicate value: "example.com/a", metadata.finalizers[1]: Duplicate value: "example.com/a"]']);
+  const bad = await statusOf(update(['example.com/a', 'Not A Name'], ['x', 'y']));
+  assert.equal(bad.code, 422);
+  assert.match(bad.message!, /^GitTarget\.configbutler\.ai "f" is invalid: metadata\.finalizers\[1\]: Invalid value: "Not A Name": /);
+  const dupNs = await statusOf(update(['example.com/a', 'example.com/b'], ['x', 'x']));
+  assert.deepEqual([dupNs.code, dupNs.message], [422, 'GitTarget.configbutler.ai "f" is invalid: spec.resources[0].namespaces[1]: Duplicate value: "x"']);
+  const same = await update(['example.com/a', 'example.com/b'], ['x', 'y'], { team: 'a' });
+  assert.deepEqual([same.object.metadata.finalizers, same.object.metadata.labels], [['example.com/a', 'example.com/b'], { team: 'a' }]);
+});

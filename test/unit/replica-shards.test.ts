@@ -12,6 +12,7 @@ import { createStore } from '../../src/storage/index.js';
 import type { Store } from '../../src/storage/types.js';
 import { until } from '../support/deadline.js';
 import { ManualClock } from '../support/clock.js';
+import { withOverrides } from '../support/overrides.js';
 
 const names = Array.from({ length: 3000 }, (_, i) => `gittarget/_/bulk/s-${i}/0000-${i}`);
 const shares = (members: string[]) => {
@@ -46,14 +47,14 @@ test('rendezvous hashing: even shares; a join takes only for the newcomer, a lea
 async function countingStore(): Promise<{ store: Store; calls: Record<string, number> }> {
   const store = await createStore({ storage: 'embedded' });
   const calls: Record<string, number> = { heartbeat: 0, renewLease: 0, acquireLease: 0, acquireMemberLease: 0 };
-  const wrapped: Store = Object.create(store);
+  const counted: Partial<Store> = {};
   for (const op of ['heartbeat', 'renewLease', 'acquireLease', 'acquireMemberLease'] as const) {
-    (wrapped as any)[op] = (...a: unknown[]) => {
+    (counted as any)[op] = (...a: unknown[]) => {
       calls[op]!++;
       return (store as any)[op](...a);
     };
   }
-  return { store: wrapped, calls };
+  return { store: withOverrides(store, counted), calls };
 }
 
 test('leases: one heartbeat per interval keeps every held lease; a replica asks only for its own; a leaver\'s share rebalances', { timeout: 20_000 }, async (t) => {
@@ -96,8 +97,9 @@ test('leases: a replica whose membership expired loses every lease: taken over w
   t.after(() => store.close());
   // a's heartbeats fail while `stalled` (as if its event loop or its link to the store stopped).
   let stalled = false;
-  const aStore: Store = Object.create(store);
-  aStore.heartbeat = (hb) => (stalled ? Promise.reject(new Error('stalled')) : store.heartbeat(hb));
+  const aStore = withOverrides(store, {
+    heartbeat: (hb) => (stalled ? Promise.reject(new Error('stalled')) : store.heartbeat(hb)),
+  });
   // A 2 s TTL: the checks made before a's membership expires have that long on a loaded machine.
   const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 2_000, heartbeatMs: 100 });
   const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 2_000, heartbeatMs: 100 });
@@ -139,9 +141,10 @@ test('leases: a store outage shorter than the TTL (a Redis failover) keeps every
   let down = false;
   let failed = 0;
   let beats = 0;
-  const aStore: Store = Object.create(store);
-  aStore.heartbeat = (hb) => (down ? (failed++, Promise.reject(new Error('connection closed'))) : store.heartbeat(hb).finally(() => beats++));
-  aStore.checkLease = (n, tk) => (down ? Promise.reject(new Error('connection closed')) : store.checkLease(n, tk));
+  const aStore = withOverrides(store, {
+    heartbeat: (hb) => (down ? (failed++, Promise.reject(new Error('connection closed'))) : store.heartbeat(hb).finally(() => beats++)),
+    checkLease: (n, tk) => (down ? Promise.reject(new Error('connection closed')) : store.checkLease(n, tk)),
+  });
   const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 10_000, heartbeatMs: 1_000, clock });
   t.after(() => a.stop());
   await a.start();

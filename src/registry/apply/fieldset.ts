@@ -4,6 +4,7 @@
 // node that is both a member and a parent.
 import { type Path, type PathElement, compareElements, deserialize, serialize } from './path.js';
 import { LEAF } from './leaf.js';
+import { knownJSON, rememberJSON } from '../../storage/known-json.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
 
 /**
@@ -13,6 +14,9 @@ import { type Work, YIELD_MASK, finish } from './work.js';
  * for it (the common case: a decoded list of 136,000 finalizers).
  */
 const PLAIN_STRING_VALUE = /^v:"[^"\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]*"$/;
+
+/** Keys from which an encoded fieldsV1 node remembers its JSON text (toFieldsV1Work). */
+export const WIDE_NODE = 1024;
 
 interface Child {
   pe: PathElement;
@@ -220,9 +224,27 @@ export class FieldSet {
     keys.sort();
     yield;
     const out: Record<string, unknown> = dot ? { '.': LEAF } : {};
+    // A wide node (a long list's items) also gets its JSON text, written here where its keys are
+    // at hand: every serializer and copy of the object uses it instead of its keys
+    // (src/storage/known-json.ts). A narrow one is cheaper to serialize than to remember.
+    const wide = keys.length >= WIDE_NODE;
+    // The usual wide node (a list's items) has leaves only: its text is the keys' JSON array with
+    // each `","` between two keys made `":{},"` (one native call instead of one per key; inside a
+    // key a quote is always escaped, so `","` occurs only between keys).
+    const text: string[] | undefined = wide && inner.size > 0 ? (dot ? ['{".":{}'] : ['{']) : undefined;
     for (let i = 0; i < keys.length; i++) {
-      out[keys[i]!] = inner.get(keys[i]!) ?? LEAF;
+      const k = keys[i]!;
+      const child = inner.get(k);
+      out[k] = child ?? LEAF;
+      if (text) text.push(`${text.length > 1 || dot ? ',' : ''}${JSON.stringify(k)}:${child ? (knownJSON(child) ?? JSON.stringify(child)) : '{}'}`);
       if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
+    if (text) {
+      text.push('}');
+      rememberJSON(out, text.join(''));
+    } else if (wide) {
+      yield;
+      rememberJSON(out, `${dot ? '{".":{},' : '{'}${JSON.stringify(keys).slice(1, -1).replaceAll('","', '":{},"')}:{}}`);
     }
     return out;
   }

@@ -11,15 +11,34 @@ export function listTypeErrors(value: unknown, shape: Shape, path = '', out: Fie
 }
 
 /**
+ * Whether two lists hold the same scalars in the same order (an item that is an object never
+ * counts as the same): a list an update left as it was, which was checked when it was stored.
+ */
+export function sameScalarItems(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x: unknown = a[i];
+    if (x !== b[i] || (x !== null && typeof x === 'object')) return false;
+  }
+  return true;
+}
+
+/**
  * One Set lookup per item and one shared output array (no spread of a child's errors into
  * push(), which throws RangeError past about 100,000 arguments): O(n) in the value's size, and
  * a generator that yields every few hundred items (src/registry/apply/work.ts).
+ *
+ * `old` is the stored value at the same place on an update: a `set` list whose scalars are all
+ * still there in the same order is not hashed again (a status write of an object holding a 3 MiB
+ * list of finalizers hashed 136,000 items to find what the create had found).
  */
-export function* listTypeErrorsWork(value: unknown, shape: Shape, path = '', out: FieldError[] = []): Work<FieldError[]> {
+export function* listTypeErrorsWork(value: unknown, shape: Shape, path = '', out: FieldError[] = [], old?: unknown): Work<FieldError[]> {
   const s = resolve(shape, value);
   if (s.kind === 'map' && isPlainObject(value) && !s.atomic) {
-    for (const [k, v] of Object.entries(value)) yield* listTypeErrorsWork(v, fieldShape(s, k), path ? `${path}.${k}` : k, out);
+    const was = isPlainObject(old) ? old : undefined;
+    for (const [k, v] of Object.entries(value)) yield* listTypeErrorsWork(v, fieldShape(s, k), path ? `${path}.${k}` : k, out, was && Object.hasOwn(was, k) ? was[k] : undefined);
   } else if (s.kind === 'list' && Array.isArray(value) && s.listType !== 'atomic') {
+    if (s.listType === 'set' && sameScalarItems(value, old)) return out;
     const seen = new Set<unknown>();
     for (let i = 0; i < value.length; i++) {
       if ((i & YIELD_MASK) === YIELD_MASK) yield;

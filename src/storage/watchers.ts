@@ -1,0 +1,142 @@
+// The watchers of one resource (resource-cache.ts): registration with a replay of retained
+// history, fan-out of each applied event, progress notifications (BOOKMARKs) and closing from the
+// store's side. Events reach a watcher once each, in RV order, replay first.
+import type { StorageError, StoreEvent, WatchCallbacks, WatchHandle } from './types.js';
+
+interface Watcher {
+  cluster?: string;
+  namespace?: string;
+  cb: WatchCallbacks;
+  /** Events that arrived while the replay was still pending delivery. */
+  pending: StoreEvent[] | null;
+  lastSent: number;
+  /** Highest RV delivered; guards against delivering an event twice. */
+  sentRV: number;
+  /** Highest RV told by a progress notification (nothing new to tell below it). */
+  notifiedRV: number;
+  stopped: boolean;
+}
+
+export class Watchers {
+  private readonly watchers = new Set<Watcher>();
+  /** Watchers with an onProgress callback (the served watches; in-process informers take none). */
+  private progressWatchers = 0;
+
+  constructor(private readonly onProgressWatchers?: (delta: number) => void) {}
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  get progressCount(): number {
+    return this.progressWatchers;
+  }
+
+  private removed(ws: Iterable<Watcher>): void {
+    let n = 0;
+    for (const w of ws) if (w.cb.onProgress) n++;
+    if (n === 0) return;
+    this.progressWatchers -= n;
+    this.onProgressWatchers?.(-n);
+  }
+
+  fanOut(ev: StoreEvent, namespace: string): void {
+    if (this.watchers.size === 0) return;
+    const now = Date.now();
+    for (const w of this.watchers) {
+      if (w.cluster !== undefined && w.cluster !== ev.cluster) continue;
+      if (w.namespace && w.namespace !== namespace) continue;
+      if (w.pending) {
+        w.pending.push(ev);
+        continue;
+      }
+      deliver(w, ev, now);
+    }
+  }
+
+  /** Register a watcher; replays those of `retained` (rv > fromRV, in RV order) it selects, then follows live. */
+  add(opts: { cluster?: string; namespace?: string; fromRV: number }, retained: Iterable<StoreEvent>, cb: WatchCallbacks): WatchHandle {
+    const w: Watcher = {
+      cluster: opts.cluster,
+      namespace: opts.namespace || undefined,
+      cb,
+      pending: [],
+      lastSent: Date.now(),
+      sentRV: opts.fromRV,
+      notifiedRV: opts.fromRV,
+      stopped: false,
+    };
+    for (const ev of retained) {
+      if (w.cluster !== undefined && w.cluster !== ev.cluster) continue;
+      if (w.namespace && w.namespace !== ev.object.metadata.namespace) continue;
+      w.pending!.push(ev);
+    }
+    this.watchers.add(w);
+    if (cb.onProgress) {
+      this.progressWatchers++;
+      this.onProgressWatchers?.(1);
+    }
+    // Deliver the replay after the caller has its handle; live events queue behind it.
+    queueMicrotask(() => {
+      const queued = w.pending!;
+      w.pending = null;
+      const now = Date.now();
+      for (const ev of queued) {
+        if (w.stopped) return;
+        deliver(w, ev, now);
+      }
+    });
+    return {
+      stop: () => {
+        w.stopped = true;
+        if (this.watchers.delete(w)) this.removed([w]);
+      },
+    };
+  }
+
+  /**
+   * Notify watchers that got nothing for `intervalMs` that they are complete up to `rv`, once per
+   * new `rv`: with nothing written, a tick only compares numbers (no call per watcher at rest).
+   */
+  progress(rv: number, intervalMs: number, now: number): void {
+    for (const w of this.watchers) {
+      if (w.pending || !w.cb.onProgress || now - w.lastSent < intervalMs || rv < w.sentRV || rv <= w.notifiedRV) continue;
+      const r: { used: void | boolean } = { used: true };
+      safe(() => (r.used = w.cb.onProgress!(rv)));
+      if (r.used === false) continue;
+      w.lastSent = now;
+      w.notifiedRV = rv;
+    }
+  }
+
+  /** End every watcher from the store's side (backend lost, or history gap: clients re-list). */
+  closeAll(reason: StorageError): void {
+    const ws = [...this.watchers];
+    this.watchers.clear();
+    this.removed(ws);
+    for (const w of ws) {
+      w.stopped = true;
+      safe(() => w.cb.onClose?.(reason));
+    }
+  }
+}
+
+function deliver(w: Watcher, ev: StoreEvent, now: number): void {
+  if (w.stopped || ev.rv <= w.sentRV) return;
+  w.sentRV = ev.rv;
+  const r: { sent: void | boolean } = { sent: true };
+  safe(() => (r.sent = w.cb.onEvent(ev)));
+  // An event the watcher's own selector dropped told its client nothing: it stays due for progress.
+  if (r.sent !== false) w.lastSent = now;
+}
+
+// A throwing watcher callback must not break fan-out to the others or the write path.
+function safe(f: () => void): void {
+  try {
+    f();
+  } catch (err) {
+    queueMicrotask(() => {
+      throw err;
+    });
+  }
+}

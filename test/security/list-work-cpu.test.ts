@@ -1,0 +1,126 @@
+// What one write made of one 3 MiB list costs: the registry and the embedded store (with its
+// durable log) in this process, and the answer serialized as the server sends it.
+//
+// Each step proportional to the list is meant to go over it once. The list's managedFields hold
+// one fieldsV1 object of 136,763 keys, and every listing of its keys costs 40 ms and more (the
+// keys of a new object are hashed one by one): the store's log line, the answer, each copy of the
+// stored object and the stores' size estimates listed them again, up to several times per write
+// (a server-side apply cost 2.7 CPU-seconds). Since such an object carries its JSON text
+// (src/storage/known-json.ts) none of them lists it: this test counts the listings of any object
+// of more than 100,000 keys (Object.keys/values/entries, which every walk in src/ uses) per
+// write, and bounds CPU time against JSON.parse of the same body measured in the same run
+// (the status write that follows the create: 52 times JSON.parse before, 6-12 after).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadavg } from 'node:os';
+import { RESOURCES } from '../../src/api/resources.js';
+import { Registries } from '../../src/registry/registries.js';
+import { systemContext, type WriteOptions } from '../../src/registry/context.js';
+import { cloneInSlices } from '../../src/registry/apply/work.js';
+import { jsonInSlices } from '../../src/apiserver/respond.js';
+import { createEmbeddedStore } from '../../src/storage/embedded.js';
+import { tempDir, type TestContext } from '../auth-e2e/harness.js';
+import { commitRequestWithFinalizers, fill, finalizer } from './list-bodies.js';
+
+const opts = (dryRun = false): WriteOptions => ({ dryRun, fieldManager: 'cpu-test', fieldValidation: 'Strict' });
+const ROUNDS = 3;
+const WIDE = 100_000;
+
+/** CPU (user + system, every thread of this process) of `f`, ms, and how often it listed a wide object's keys. */
+async function measure<T>(f: () => Promise<T>): Promise<{ ms: number; listings: number; value: T }> {
+  const real = { keys: Object.keys, values: Object.values, entries: Object.entries };
+  let listings = 0;
+  const counted =
+    <R extends unknown[]>(list: (o: object) => R) =>
+    (o: object): R => {
+      const r = list(o);
+      if (r.length > WIDE && !Array.isArray(o)) listings++;
+      return r;
+    };
+  Object.keys = counted(real.keys);
+  Object.values = counted(real.values) as typeof Object.values;
+  Object.entries = counted(real.entries) as typeof Object.entries;
+  try {
+    const before = process.cpuUsage();
+    const value = await f();
+    const d = process.cpuUsage(before);
+    return { ms: (d.user + d.system) / 1000, listings, value };
+  } finally {
+    Object.assign(Object, real);
+  }
+}
+
+test('one write of a 3 MiB list lists no wide object and costs a bounded multiple of parsing its body', { timeout: 300_000 }, async (t: TestContext & { diagnostic(s: string): void }) => {
+  const store = await createEmbeddedStore({ dataDir: tempDir(t, 'list-cpu-') });
+  t.after(() => store.close());
+  const reg = new Registries(store, RESOURCES).get('commitrequests')!;
+  const ctx = systemContext();
+  const { n } = fill((k) => commitRequestWithFinalizers('x', k));
+  const body = (name: string) => JSON.stringify(commitRequestWithFinalizers(name, n));
+  const expected = Array.from({ length: n }, (_, i) => finalizer(i));
+  const ownedKeys = (o: any) => Object.keys(o.metadata.managedFields[0].fieldsV1['f:metadata']['f:finalizers']).length;
+  // Warm-up: ajv compiles the schema at the first validation (once per process, not the list's cost).
+  await reg.create(ctx, 'default', commitRequestWithFinalizers('warm', 1), opts());
+
+  const parses: number[] = [];
+  const min = { dryRun: Infinity, apply: Infinity, status: Infinity };
+  const listings: string[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < 3; i++) {
+      const text = body(`parse-${round}`);
+      parses.push((await measure(async () => JSON.parse(text))).ms);
+    }
+    // A dry-run create and its answer.
+    const dryText = body(`dry-${round}`);
+    const dry = await measure(async () => {
+      const r = await reg.create(ctx, 'default', JSON.parse(dryText), opts(true));
+      return { object: r.object, answer: await jsonInSlices(r.object) };
+    });
+    assert.equal(dry.value.answer.toString('utf8'), JSON.stringify(dry.value.object));
+    assert.deepEqual(dry.value.object.metadata.finalizers, expected);
+    assert.equal(ownedKeys(dry.value.object), n + 1); // the list's "." and one key per item
+    min.dryRun = Math.min(min.dryRun, dry.ms);
+
+    // A server-side apply that creates the object (stored: the durable log writes it) and its answer.
+    const name = `applied-${round}`;
+    const applyText = body(name);
+    const applied = await measure(async () => {
+      const r = await reg.apply(ctx, 'default', name, JSON.parse(applyText), opts(), '');
+      return { ...r, answer: await jsonInSlices(r.object) };
+    });
+    assert.equal(applied.value.created, true);
+    assert.equal(applied.value.answer.toString('utf8'), JSON.stringify(applied.value.object));
+    assert.deepEqual(applied.value.object.metadata.finalizers, expected);
+    assert.equal(ownedKeys(applied.value.object), n);
+    min.apply = Math.min(min.apply, applied.ms);
+
+    // The CommitRequest controller's status write (src/controllers/client.ts): a copy in slices,
+    // the status changed, a PUT of /status, which copies the stored object again and stores it.
+    const status = await measure(async () => {
+      const next = await cloneInSlices(await reg.get(ctx, 'default', name));
+      next.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'Pending', message: 'waiting', lastTransitionTime: '2026-01-01T00:00:00Z' }] };
+      return reg.updateStatus(ctx, next, opts());
+    });
+    assert.equal((status.value.object.status as any).conditions[0].reason, 'Pending');
+    assert.equal(status.value.object.metadata.finalizers!.length, n);
+    assert.equal(ownedKeys(status.value.object), n);
+    min.status = Math.min(min.status, status.ms);
+    listings.push(`dry-run ${dry.listings}, apply ${applied.listings}, status ${status.listings}`);
+    assert.deepEqual([dry.listings, applied.listings, status.listings], [0, 0, 0], `listings of a wide object's keys in round ${round}: ${listings.at(-1)}`);
+  }
+  // The median parse: a lucky fast one (GC elsewhere, a core to itself) would scale every ratio up.
+  const parse = Math.max([...parses].sort((a, b) => a - b)[Math.floor(parses.length / 2)]!, 5);
+  const ratio = (x: number) => x / parse;
+  t.diagnostic(
+    `${n} finalizers (load ${loadavg()[0]!.toFixed(1)}): JSON.parse ${parse.toFixed(0)} ms (median of ${parses.length}); dry-run create with its answer ${min.dryRun.toFixed(0)} ms ` +
+      `(${ratio(min.dryRun).toFixed(0)}x), server-side apply creating it ${min.apply.toFixed(0)} ms (${ratio(min.apply).toFixed(0)}x), ` +
+      `status write ${min.status.toFixed(0)} ms (${ratio(min.status).toFixed(0)}x) (min of ${ROUNDS}); wide listings per round: ${listings.join('; ')}`,
+  );
+  // The status write's list work is gone (52x before, 6-12x after at load 8-12): held to 30x. The
+  // create paths still walk the list several times on purpose (parse, field set, fieldsV1,
+  // validation, log line, answer: 48-90x at load 8-12); the listings above are their sharp check,
+  // and these bounds catch a blow-up.
+  assert.ok(ratio(min.status) <= 30, `status write: ${min.status.toFixed(0)} ms, ${ratio(min.status).toFixed(0)}x JSON.parse`);
+  assert.ok(ratio(min.apply) <= 200, `server-side apply: ${min.apply.toFixed(0)} ms, ${ratio(min.apply).toFixed(0)}x JSON.parse`);
+  assert.ok(ratio(min.dryRun) <= 200, `dry-run create: ${min.dryRun.toFixed(0)} ms, ${ratio(min.dryRun).toFixed(0)}x JSON.parse`);
+});
