@@ -16,7 +16,15 @@ export interface Req {
   contentType?: string;
   /** Extra request headers (e.g. accept-encoding). */
   headers?: Record<string, string>;
+  /** The answer must be complete within this many ms (default REQUEST_DEADLINE_MS), or the request fails. */
+  deadlineMs?: number;
 }
+
+/**
+ * How long `request` waits for a whole answer unless told otherwise: a server that never answers
+ * fails the bench with the request named instead of hanging it (bench/scale waits hours otherwise).
+ */
+export const REQUEST_DEADLINE_MS = 300_000;
 
 export interface LoadResult {
   count: number;
@@ -51,6 +59,9 @@ export function request(t: Target, agent: https.Agent, r: Req): Promise<{ status
       res.on('error', reject);
     });
     q.on('error', reject);
+    const deadline = r.deadlineMs ?? REQUEST_DEADLINE_MS;
+    const timer = setTimeout(() => q.destroy(new Error(`${r.method} ${r.path}: no complete answer within ${deadline} ms`)), deadline);
+    q.on('close', () => clearTimeout(timer));
     q.end(r.body);
   });
 }

@@ -21,7 +21,7 @@ import { agentFor, fmt, quantile, request, type Target } from '../common/load.js
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls, threadCpuMs as cpuByThreadName } from '../common/cpu.js';
 import { beginRun, machineFacts, spread } from '../common/results.js';
-import { createTenantSource, createTenantTarget, gitTarget, pool, readyCount, retried, tenantNs, GV } from './tenants.js';
+import { createTenantSource, createTenantTarget, describeNotReady, gitTarget, pool, readyCount, retried, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
 import { watchCommits } from './watch.js';
 import { collectCommits, opsPerEdit, stageFigures, storageOps, threadCpuMs, type EditTimes } from './stages.js';
@@ -39,9 +39,24 @@ const EDIT_CONNECTIONS = 64;
 /** Requests in flight while the tenants are created (and keep-alive connections to carry them). */
 const SETUP_IN_FLIGHT = 32;
 const IDLE_SECONDS = 1;
+/** The Ready wait fails when no GitTarget became Ready for this long (the creates are done by then). */
+const READY_STALL_MS = 5 * 60_000;
+/** ... or when all are not Ready this long after the first create. */
+const READY_DEADLINE_MS = 60 * 60_000;
+/** An edit not seen as a pushed commit this long after its PATCH fails the bench (with its GitTarget's state). */
+const EDIT_DEADLINE_MS = 120_000;
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * `p`'s value, or undefined after `ms`; the timer is cleared once `p` settles (a bare sleep in a
+ * race kept the finished bench alive for the deadline's two minutes).
+ */
+function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((r) => (timer = setTimeout(r, ms, undefined)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 const objectsFor = (n: number) => (n >= 10_000 ? 1 : 5);
 
 function serverArgs(port: number, dataDir: string, certDir: string, redisUrl: string): string[] {
@@ -158,11 +173,23 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     // A full list of the GitTargets is ~2 KiB per tenant: polled every second up to 1,000 tenants,
     // more rarely above, so the polling itself does not load the server it waits for.
     const pollMs = Math.max(1000, n / 2);
+    // Two deadlines: no GitTarget became Ready for READY_STALL_MS (one stuck in a state is named
+    // with its conditions, not waited on for an hour), or READY_DEADLINE_MS in all.
     let st = await readyCount(t, agent);
+    let progressAt = performance.now();
+    let loggedAt = performance.now();
     while (st.ready < n) {
-      if (performance.now() - t0 > 60 * 60_000) throw new Error(`only ${st.ready}/${n} Ready after 60 min`);
+      const now = performance.now();
+      if (now - progressAt > READY_STALL_MS) throw new Error(`${st.ready}/${n} Ready, none more for ${READY_STALL_MS / 1000} s; ${st.waiting}`);
+      if (now - t0 > READY_DEADLINE_MS) throw new Error(`only ${st.ready}/${n} Ready after ${READY_DEADLINE_MS / 60_000} min; ${st.waiting}`);
+      if (now - loggedAt > 60_000) {
+        log(`${st.ready}/${n} Ready; ${st.waiting.split('\n')[0]}`);
+        loggedAt = now;
+      }
       await sleep(pollMs);
+      const before = st.ready;
       st = await readyCount(t, agent);
+      if (st.ready > before) progressAt = performance.now();
     }
     const readyMs = performance.now() - t0;
     const readyCpu1 = threadCpuMs(child.pid);
@@ -227,23 +254,30 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const times: EditTimes[] = [];
     const wall = (at: number) => performance.timeOrigin + at;
     const begin = performance.now();
-    await Promise.all(
-      order_.map(async (i, k) => {
-        const due = begin + (k * 1000) / EDITS_PER_SECOND;
-        await sleep(Math.max(0, due - performance.now()));
-        const ns = tenantNs(i);
-        const sent = performance.now();
-        const r = await request(t, editAgent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
-        if (r.status !== 200) throw new Error(`PATCH ${ns}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-        const answered = performance.now();
-        const seen = await Promise.race([watch.next(ns, st.sha.get(ns) ?? ''), sleep(120_000).then(() => undefined)]);
-        if (!seen) throw new Error(`${ns}: no commit within 120 s of its edit`);
-        lat.push(seen.at - sent);
-        times.push({ ns, sentAt: wall(sent), answeredAt: wall(answered), seenAt: wall(seen.at) });
-      }),
-    );
-    watch.stop();
-    editAgent.destroy();
+    try {
+      await Promise.all(
+        order_.map(async (i, k) => {
+          const due = begin + (k * 1000) / EDITS_PER_SECOND;
+          await sleep(Math.max(0, due - performance.now()));
+          const ns = tenantNs(i);
+          const sent = performance.now();
+          const r = await request(t, editAgent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
+          if (r.status !== 200) throw new Error(`PATCH ${ns}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+          const answered = performance.now();
+          const seen = await within(watch.next(ns, st.sha.get(ns) ?? ''), EDIT_DEADLINE_MS);
+          if (!seen) {
+            const gt = await request(t, agent, { method: 'GET', path: `${GV}/namespaces/${ns}/gittargets/mirror`, deadlineMs: 30_000 }).catch((e: Error) => ({ status: 0, body: e.message }));
+            const state = gt.status === 200 ? describeNotReady([JSON.parse(gt.body)], 'GitTarget') : `GET its GitTarget: ${gt.status} ${gt.body.slice(0, 200)}`;
+            throw new Error(`${ns}: no pushed commit seen within ${EDIT_DEADLINE_MS / 1000} s of its edit; ${state}`);
+          }
+          lat.push(seen.at - sent);
+          times.push({ ns, sentAt: wall(sent), answeredAt: wall(answered), seenAt: wall(seen.at) });
+        }),
+      );
+    } finally {
+      watch.stop();
+      editAgent.destroy();
+    }
     const editCpu1 = threadCpuMs(child.pid);
     const editCmds = Object.values(commandDelta(editCmds0, await redisCommandCalls(redis))).reduce((a, b) => a + b, 0);
     const perEdit = { main: (editCpu1.main - editCpu0.main) / edits, others: (editCpu1.others - editCpu0.others) / edits, cmds: editCmds / edits };
@@ -368,5 +402,6 @@ async function main(): Promise<void> {
 
 main().catch((e) => {
   log(`scale bench failed: ${(e as Error).stack ?? e}`);
-  process.exitCode = 1;
+  // The children are stopped (main's finally); edits still timed in flight hold timers only.
+  process.exit(1);
 });

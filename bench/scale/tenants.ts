@@ -75,16 +75,41 @@ export async function createTenant(t: Target, agent: https.Agent, i: number, obj
   await createTenantTarget(t, agent, i, idleSeconds);
 }
 
-/** How many GitTargets are Ready=True, and the list's resourceVersion. */
-export async function readyCount(t: Target, agent: https.Agent): Promise<{ ready: number; total: number; rv: string; sha: Map<string, string> }> {
+/** How many GitTargets are Ready=True, the list's resourceVersion, and what holds back the others. */
+export async function readyCount(t: Target, agent: https.Agent): Promise<{ ready: number; total: number; rv: string; sha: Map<string, string>; waiting: string }> {
   const r = await request(t, agent, { method: 'GET', path: `${GV}/gittargets` });
   if (r.status !== 200) throw new Error(`list GitTargets: HTTP ${r.status} ${r.body.slice(0, 300)}`);
   const list = JSON.parse(r.body);
   const sha = new Map<string, string>();
   let ready = 0;
+  const notReady: any[] = [];
   for (const o of list.items) {
     if (o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')) ready++;
+    else notReady.push(o);
     sha.set(o.metadata.namespace, o.status?.lastCommit?.sha ?? '');
   }
-  return { ready, total: list.items.length, rv: list.metadata.resourceVersion, sha };
+  return { ready, total: list.items.length, rv: list.metadata.resourceVersion, sha, waiting: describeNotReady(notReady) };
+}
+
+/**
+ * The not-Ready GitTargets by their Ready condition's reason, and the conditions of the first few:
+ * what a failed wait reports, so a GitTarget stuck in some state is named with that state.
+ */
+export function describeNotReady(items: any[], what = 'not Ready'): string {
+  if (items.length === 0) return 'none';
+  const byReason = new Map<string, number>();
+  for (const o of items) {
+    const ready = o.status?.conditions?.find((c: any) => c.type === 'Ready');
+    const k = ready ? `${ready.status}/${ready.reason}` : 'no Ready condition';
+    byReason.set(k, (byReason.get(k) ?? 0) + 1);
+  }
+  const counts = [...byReason].map(([k, v]) => `${v} ${k}`).join(', ');
+  const examples = items
+    .slice(0, 5)
+    .map((o) => {
+      const conds = (o.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status} ${c.reason}: ${String(c.message ?? '').slice(0, 160)}`).join('; ');
+      return `  ${o.metadata.namespace}/${o.metadata.name} (generation ${o.metadata.generation}, observed ${o.status?.observedGeneration ?? '-'}, lastCommit ${o.status?.lastCommit?.sha?.slice(0, 8) ?? '-'}): ${conds || 'no conditions'}`;
+    })
+    .join('\n');
+  return `${items.length} ${what} (${counts}):\n${examples}`;
 }

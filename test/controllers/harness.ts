@@ -16,6 +16,7 @@ import { startGitServer, type GitServer } from '../support/git-server.js';
 import type { AttributionConfig } from '../../src/attribution/join.js';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Clock } from '../../src/controllers/runtime/clock.js';
+import type { KubeConfig } from '../../src/kubeconfig/kubeconfig.js';
 
 export const GT = { group: 'configbutler.ai', resource: 'gittargets' };
 export const CR = { group: 'configbutler.ai', resource: 'commitrequests' };
@@ -68,6 +69,8 @@ export async function startHarness(
     engine?: Partial<GitWorkerOptions>;
     /** The controllers' clock (default: the wall clock); test/support/clock.ts ManualClock drives windows by hand. */
     clock?: Clock;
+    /** The mirror's default source cluster (e.g. a sandbox's kubeconfig, test/mirror/harness.ts); none by default. With it, the mirror accepts http:// remotes with credentials, as the engine here does. */
+    defaultSource?: KubeConfig;
   },
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
@@ -81,7 +84,7 @@ export async function startHarness(
       })
     : createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
-    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics, clock: opts.clock },
+    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics, clock: opts.clock, ...(opts.defaultSource ? { defaultSource: opts.defaultSource, tenantInput: { allowInsecureCredentials: true } } : {}) },
     parseControllers(opts.controllers ?? 'all'),
   );
   let stopped = false;

@@ -222,3 +222,32 @@ test('a commit whose status write fails (the store answers 503) still gets its l
   assert.deepEqual(status.conditions.filter((x) => x.type === 'RepositoryReady').map((x) => `${x.status} ${x.reason}`), ['True Pushed']);
   assert.equal(status.pendingChanges, 0);
 });
+
+test('a landed commit the status does not name (its status write lost while the lease moved, or a stop between record and status) is written from the record by the lease holder, and not committed again', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir(t, 'windows-behind-');
+  const remote = await gitServer(t);
+  const h = await startHarness(t, { dataDir: dir });
+  await createGitSecret(h.store, remote);
+  const { key } = await createGitTarget(h.store, 'tenants', remote.url('config'), { idleSeconds: 0 });
+  await h.running.sink!.add(key, [configMap('a', { v: '1' })]);
+  const ref = { cluster: '_', namespace: 'team-a', name: 'tenants' };
+  const landed = await waitFor('the first lastCommit', async () => {
+    const o = await h.store.get(GT, ref);
+    return (o?.status as { lastCommit?: { sha: string } })?.lastCommit && (o?.status as { pendingChanges?: number }).pendingChanges === 0 ? o : undefined;
+  }, 30_000, 100);
+  const sha = (landed.status as { lastCommit: { sha: string } }).lastCommit.sha;
+  // The state 3 of 10,000 GitTargets were left in (bench/scale): the record says the window
+  // landed, the status has neither lastCommit nor RepositoryReady. Stored as a status write that
+  // lost would leave it; its event is what any later status write (the mirror's) would bring.
+  const { lastCommit: _dropped, ...rest } = landed.status as Record<string, unknown> & { conditions: Array<{ type: string }> };
+  await h.store.update(GT, ref, { ...landed, status: { ...rest, conditions: rest.conditions.filter((c) => c.type !== 'RepositoryReady') } }, Number(landed.metadata.resourceVersion));
+  const repaired = await waitFor('lastCommit written again from the record', async () => {
+    const o = await h.store.get(GT, ref);
+    return (o?.status as { lastCommit?: { sha: string } })?.lastCommit ? o : undefined;
+  }, 30_000, 100);
+  const status = repaired.status as { lastCommit: { sha: string }; pendingChanges: number; conditions: Array<{ type: string; status: string; reason: string }> };
+  assert.equal(status.lastCommit.sha, sha);
+  assert.deepEqual(status.conditions.filter((x) => x.type === 'RepositoryReady').map((x) => `${x.status} ${x.reason}`), ['True Pushed']);
+  assert.equal(status.pendingChanges, 0);
+  assert.deepEqual(await remoteLog(remote.authURL('config')), [`${BOT}|${BOT}|Update configmaps team-a/a`]);
+});

@@ -55,6 +55,29 @@ interface Running {
   description: string;
   mirror: TargetMirror;
   report?: MirrorReport;
+  /** Date.now() when this mirror started (FIRST_STATUS_MS). */
+  startedAt: number;
+}
+
+/** Stream state changes come in bursts (every stream of a target at once): one write per this many ms. */
+const STATUS_COALESCE_MS = 100;
+
+/**
+ * How long a mirror just started waits for its streams' first lists before its first status
+ * write. Written at once, it said Connecting, and the lists a few tens of ms later made a second
+ * write: one status write per new GitTarget (of 5) for a state no client acts on. A source slower
+ * than this gets its Connecting status at FIRST_STATUS_MS; an error or a refused type at once.
+ */
+export const FIRST_STATUS_MS = 2_000;
+
+/** A report's status write that failed is tried again by a reconcile after this long. */
+const STATUS_RETRY_MS = 1_000;
+
+/** When a running mirror's report is written: soon, unless its streams are still making their first lists. */
+function statusDelayMs(r: Running, now: number): number {
+  const rep = r.report;
+  const listing = rep !== undefined && !rep.sourceError && !rep.unresolved?.length && rep.streamsReady < rep.streamsTotal;
+  return listing ? Math.max(STATUS_COALESCE_MS, r.startedAt + FIRST_STATUS_MS - now) : STATUS_COALESCE_MS;
 }
 
 /**
@@ -117,7 +140,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
   const recheckMs = deps.recheckMs ?? 10_000;
   const running = new Map<string, Running>();
   const claims = new PathClaims();
-  const pendingStatus = new Map<string, NodeJS.Timeout>();
+  const pendingStatus = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   const ownInformer = !deps.gitTargets;
   const informer = deps.gitTargets ?? new Informer(store, { group: 'configbutler.ai', resource: 'gittargets' }, { log });
 
@@ -137,33 +160,43 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
     // reconciles the key again, and that compares with it.
     const cached = informer.get(key);
     if (cached?.metadata.uid === uid && mergeStatus(cached, s, '') === undefined) return;
-    const k = parseKey(key);
-    return writeMirrorStatus(client, k, uid, s, deps.events).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
+    return writeMirrorStatus(client, parseKey(key), uid, s, deps.events);
   };
 
   // One status write at a time per GitTarget, in the order they were computed: the reconcile's and
   // the stream timer's (scheduleStatus) ran side by side and each made the other's compare-and-swap
   // fail (at 10,000 new GitTargets, more conflicts than GitTargets; each retry is a read, a
   // validation and a write again).
+  // A write that fails rejects: a reconcile's fails the reconcile (the queue retries it with
+  // backoff), a report's is retried by a reconcile after STATUS_RETRY_MS. Logged and dropped, a
+  // failed write (a 503 under load) left the status as it was until the next report, which a
+  // mirror at rest never makes (at 10,000 tenants one GitTarget stayed Connecting, bench/scale).
   const statusWrites = new Map<string, Promise<void>>();
   const writeStatus = (key: string, uid: string, s: MirrorStatus): Promise<void> => {
-    const run = (statusWrites.get(key) ?? Promise.resolve()).then(() => writeStatusNow(key, uid, s)).catch((e) => log.warn('status write failed', { target: key, error: (e as Error).message }));
-    statusWrites.set(key, run);
-    void run.then(() => statusWrites.get(key) === run && statusWrites.delete(key));
+    const run = (statusWrites.get(key) ?? Promise.resolve()).then(() => writeStatusNow(key, uid, s));
+    const settled = run.catch(() => undefined);
+    statusWrites.set(key, settled);
+    void settled.then(() => statusWrites.get(key) === settled && statusWrites.delete(key));
     return run;
   };
 
-  // Stream state changes come in bursts (every stream of a target at once): one write per 100 ms.
-  const scheduleStatus = (key: string) => {
-    if (pendingStatus.has(key)) return;
-    pendingStatus.set(
-      key,
-      setTimeout(() => {
-        pendingStatus.delete(key);
-        const r = running.get(key);
-        if (r) void writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report));
-      }, 100),
-    );
+  // One write per burst of reports, at statusDelayMs: a later report never postpones a write
+  // already due, and one that wants it sooner (the lists done, an error) brings it forward.
+  const scheduleStatus = (key: string, delayMs: number) => {
+    const due = Date.now() + delayMs;
+    const pending = pendingStatus.get(key);
+    if (pending && pending.due <= due) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      pendingStatus.delete(key);
+      const r = running.get(key);
+      if (!r) return;
+      writeStatus(key, r.uid, statusFromReport(r.generation, r.description, r.report)).catch((e) => {
+        log.warn('status write failed; retried by a reconcile', { target: key, retryInMs: STATUS_RETRY_MS, error: (e as Error).message });
+        queue.addAfter(key, STATUS_RETRY_MS);
+      });
+    }, delayMs);
+    pendingStatus.set(key, { timer, due });
   };
 
   const reconcile = async (key: string) => {
@@ -270,13 +303,15 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       log.info(now.token !== conn.token ? 'source credentials changed; rebuilding the client' : 'spec changed; restarting the mirror', { target: key });
       await teardown(key, true);
     }
-    if (!running.has(key)) {
+    const starting = !running.has(key);
+    if (starting) {
       const entry: Running = {
         uid,
         generation,
         token: conn.token,
         description: conn.description,
         mirror: undefined as unknown as TargetMirror,
+        startedAt: Date.now(),
       };
       entry.mirror = new TargetMirror({
         key: tk,
@@ -292,15 +327,17 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
         onReport: (rep) => {
           if (running.get(key) !== entry) return;
           entry.report = rep;
-          scheduleStatus(key);
+          scheduleStatus(key, statusDelayMs(entry, Date.now()));
         },
       });
       running.set(key, entry);
       log.info('mirror started', { target: key, source: conn.description, generation });
       await entry.mirror.start();
     }
+    // A mirror started here reports as it lists (onReport above schedules its first write); one
+    // already running is written now (the key was reconciled for a reason: a lease, an authority).
     const r = running.get(key);
-    if (r) await writeStatus(key, uid, statusFromReport(r.generation, r.description, r.report));
+    if (r && !starting) await writeStatus(key, uid, statusFromReport(r.generation, r.description, r.report));
     // Only a kubeconfig Secret can change without an event reaching this controller (it is read
     // uncached, source/connector.ts): a target on the default source is not looked at again until
     // its GitTarget, its authority (authority/verifier.ts onChange) or its lease changes.
@@ -346,7 +383,7 @@ export async function startMirror(deps: MirrorDeps): Promise<MirrorController> {
       // teardowns below end its streams.
       void queue.stop();
       if (ownInformer) informer.stop();
-      for (const t of pendingStatus.values()) clearTimeout(t);
+      for (const p of pendingStatus.values()) clearTimeout(p.timer);
       await Promise.all([...running.keys()].map((k) => teardown(k)));
     },
     idle: () => queue.drained(),

@@ -45,6 +45,19 @@ export function readyCondition(conds: Condition[], suspended: boolean): Omit<Con
   return { status: 'True', reason: 'Ready', message: 'the source is mirrored into the repository' };
 }
 
+/** Ready first, then its inputs, then anything else: stable for readers and diffs. */
+const CONDITION_ORDER = ['Ready', 'Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
+
+/**
+ * A GitTarget's conditions in CONDITION_ORDER. Both writers of the status keep it
+ * (windows/target-status.ts too): when the windows controller appended RepositoryReady last, the
+ * mirror's next write only moved it back, one write per new GitTarget that changed nothing else.
+ */
+export function inConditionOrder<C extends { type: string }>(conds: C[]): C[] {
+  const rank = (c: C) => CONDITION_ORDER.indexOf(c.type) + 1 || 99;
+  return [...conds].sort((a, b) => rank(a) - rank(b));
+}
+
 /** The status `obj` should have; undefined when it already has it. */
 export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Record<string, unknown> | undefined {
   const status = { ...((obj.status as Record<string, unknown>) ?? {}) };
@@ -68,10 +81,7 @@ export function mergeStatus(obj: KubeObject, s: MirrorStatus, now: string): Reco
       message: c.message.slice(0, 32768),
     };
   });
-  // Ready first, then the inputs in a fixed order, then anything else: stable for readers and diffs.
-  const order = ['Ready', 'Validated', 'SourceReachable', 'RepositoryReady', 'Synced'];
-  next.sort((a, b) => (order.indexOf(a.type) + 1 || 99) - (order.indexOf(b.type) + 1 || 99));
-  status.conditions = next;
+  status.conditions = inConditionOrder(next);
   status.observedGeneration = s.generation;
   status.streams = { ready: s.streams.ready, total: s.streams.total, summary: `${s.streams.ready}/${s.streams.total}` };
   const same = JSON.stringify(status) === JSON.stringify(obj.status ?? {});

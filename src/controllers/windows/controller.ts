@@ -192,9 +192,17 @@ export class WindowsController {
     if (rec?.target.uid !== target.uid) rec = undefined;
     await this.payOwedStatus(key, gt, target, leaseName);
     if (!rec || !hasWork(rec)) {
+      // A landed commit the status does not name: its status write failed and the lease moved
+      // before a retry (payOwedStatus pays only under the lease), or the process stopped between
+      // the record and the status. The record says what landed; the lease holder writes it (at
+      // 10,000 tenants 3 GitTargets stayed RepositoryNotChecked this way, bench/scale).
+      const behind = rec?.lastCommit !== undefined && rec.lastCommit.sha !== (gt.status as { lastCommit?: { sha?: string } } | undefined)?.lastCommit?.sha;
+      if (behind && !this.deps.keeper.holds(leaseName) && !(await this.deps.keeper.acquire(leaseName, 'windows'))) {
+        return this.deps.keeper.owns(leaseName) ? { requeueAfterMs: LEASE_RETRY_MS } : undefined;
+      }
       if (this.deps.keeper.holds(leaseName)) {
         await this.sweepChunks(key, target, rec);
-        await this.writeTargetStatus(gt, { pending: 0 });
+        await this.writeTargetStatus(gt, { pending: 0, ...(behind ? await this.recordedCommit(target) : {}) });
         await this.deps.keeper.release(leaseName, 'windows');
       }
       return;
@@ -257,6 +265,15 @@ export class WindowsController {
       await this.writeTargetStatus(gt, { ...owed, pending: rec && rec.target.uid === target.uid ? pendingCount(rec) : 0 });
     }
     this.commits.owedStatus.delete(key);
+  }
+
+  /**
+   * The record's last landed commit, read from the store under the lease (the informer's copies
+   * of the record and the GitTarget may lag this replica's own last commit and status write).
+   */
+  private async recordedCommit(target: TargetKey): Promise<TargetStatus> {
+    const rec = await this.records.get(target);
+    return rec?.target.uid === target.uid && rec.lastCommit ? { lastCommit: rec.lastCommit, repoOK: true } : {};
   }
 
   /**

@@ -3,7 +3,7 @@
 // RepositoryReady changes, so a failing remote shows on Ready at once rather than at the mirror's
 // next status write.
 import type { KubeObject } from '../../storage/types.js';
-import { readyCondition } from '../mirror/status.js';
+import { inConditionOrder, readyCondition } from '../mirror/status.js';
 import { setCondition, type Condition } from '../status.js';
 import { realClock, type Clock, type ClockTimer } from '../runtime/clock.js';
 
@@ -24,7 +24,9 @@ export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObje
     status.pendingChanges = s.pending;
     changed = true;
   }
-  if (s.lastCommit) {
+  // The same commit again (a repaid or re-read status, controller.ts recordedCommit) is no change.
+  const had = status.lastCommit as { sha?: string; time?: string } | undefined;
+  if (s.lastCommit && (had?.sha !== s.lastCommit.sha || had?.time !== s.lastCommit.time)) {
     status.lastCommit = s.lastCommit;
     changed = true;
   }
@@ -32,7 +34,10 @@ export function applyTargetStatus(status: Record<string, unknown>, obj: KubeObje
   let repoChanged = false;
   if (s.repoOK) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'True', reason: 'Pushed', message: 'the last commit was pushed' }, gen);
   if (s.repoError) repoChanged = setCondition(status, { type: 'RepositoryReady', status: 'False', reason: s.repoError.reason, message: s.repoError.message }, gen);
-  if (repoChanged) refreshReady(status);
+  if (repoChanged) {
+    refreshReady(status);
+    status.conditions = inConditionOrder(status.conditions as Condition[]);
+  }
   return changed || repoChanged;
 }
 
