@@ -39,19 +39,34 @@ export class SystemClient {
     if (!reg || reg.ref.group !== res.group) throw new Error(`no registry serves ${res.resource}.${res.group}`);
     const ctx = systemContext(key.cluster);
     for (let attempt = 0; ; attempt++) {
+      // The first read is the cache's (a consistent read is a GET and an XRANGE in Redis): the
+      // registry's update reads the object consistently and refuses a copy older than it
+      // (Conflict, retried here with a consistent read). Whatever the cached copy cannot decide —
+      // gone, another uid, nothing to change — is asked again of a consistent one, so a stale
+      // cache never skips a write.
+      const cached = attempt === 0;
       let cur: KubeObject;
       try {
-        cur = await reg.get(ctx, key.namespace, key.name);
+        cur = await reg.get(ctx, key.namespace, key.name, cached ? 'any' : 'consistent');
       } catch (e) {
-        if (e instanceof StatusError && e.status.code === 404) return undefined;
+        if (e instanceof StatusError && e.status.code === 404) {
+          if (cached) continue;
+          return undefined;
+        }
         throw e;
       }
-      if (uid !== undefined && cur.metadata.uid !== uid) return undefined;
+      if (uid !== undefined && cur.metadata.uid !== uid) {
+        if (cached) continue;
+        return undefined;
+      }
       // A copy made in slices (src/registry/apply/work.ts): structuredClone of an object holding a
       // 3 MiB list and its managedFields stopped the event loop for 100 ms or more at once.
       const next = await cloneInSlices(cur);
       const status = (next.status && typeof next.status === 'object' ? next.status : {}) as Record<string, unknown>;
-      if (!fn(status, next)) return cur;
+      if (!fn(status, next)) {
+        if (cached) continue;
+        return cur;
+      }
       next.status = status;
       const end = this.metrics?.requestDuration.startTimer({ verb: 'update', resource: res.resource });
       let code = 200;

@@ -334,6 +334,12 @@ export class WindowsController {
 
   private async writeTargetStatus(gt: KubeObject, s: TargetStatus): Promise<void> {
     const key = { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '', name: gt.metadata.name ?? '' };
+    // Compared with the informer's copy first, as the mirror's status writes are
+    // (mirror/controller.ts writeStatusNow): a status that would not change (pendingChanges 0 on
+    // every idle reconcile) costs no consistent read. A stale copy is safe: a newer version's
+    // event reconciles the key again (the gitTargets handler above), and that compares with it.
+    const cached = this.deps.gitTargets.get(keyOf(gt, key.cluster));
+    if (cached && cached.metadata.uid === gt.metadata.uid && !applyTargetStatus({ ...((cached.status as Record<string, unknown> | undefined) ?? {}) }, cached, s)) return;
     await updateStatus(this.statusClient(), GITTARGETS, key, gt.metadata.uid, (status, obj) => applyTargetStatus(status, obj, s));
   }
 }
