@@ -19,5 +19,5 @@ USER 65532:65532
 # maximum; and two malloc arenas instead of glibc's eight per core, one for each thread that ever
 # allocated (the git worker, libuv's pool), whose freed pages stay resident.
 ENV MALLOC_ARENA_MAX=2
-ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/src/cli/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/bundle/main.js"]
 CMD ["serve"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds (tsc + assets) and runs one benchmark: `npm run bench -- api [args]`, `npm run bench -- git`.
+// Builds (tsc + assets + the bundle) and runs one benchmark: `npm run bench -- api [args]`, `npm run bench -- git`.
 // `--no-build` skips the build. tsc type errors in files being edited elsewhere do not stop the
 // run (tsc still emits); a missing bench entry point does.
 import { existsSync } from 'node:fs';
@@ -23,6 +23,9 @@ if (!rest.includes('--no-build')) {
   }
   const assets = spawnSync(process.execPath, ['scripts/copy-assets.mjs'], { stdio: 'inherit' });
   if (assets.status !== 0) process.exit(assets.status ?? 1);
+  // The image's entry (Dockerfile), which bench/peer runs.
+  const bundle = spawnSync(process.execPath, ['scripts/bundle.mjs'], { stdio: 'inherit' });
+  if (bundle.status !== 0) process.exit(bundle.status ?? 1);
 }
 const entry = BENCHES[name];
 if (!existsSync(entry)) {

@@ -373,7 +373,8 @@ async function main(): Promise<void> {
         redisPid: redis.child.pid,
         objectsKey: OBJECTS_KEY,
         settleMs: smoke ? 5_000 : 30_000,
-        measureMs: smoke ? 2000 : 10_000,
+        maxSettleMs: smoke ? 30_000 : 600_000,
+        measureMs: smoke ? 2000 : 30_000,
         startServer: () => startServer(join(tmp, 'data-idle'), certDir, redis.url, ['--authorization-mode=AlwaysAllow'], 'all'),
         log,
       });

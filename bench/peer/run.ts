@@ -39,7 +39,17 @@ const REST_MS = Number(opt('rest-seconds') ?? (quick ? 10 : 60)) * 1000;
  * still showed as 6–15 ms of CPU a second (load ~19), so the steady state is measured a minute later.
  */
 const SETTLE_MS = quick ? 5_000 : 60_000;
-const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/**
+ * The server's entry as the image runs it (the Dockerfile's ENTRYPOINT: dist/bundle/main.js, the
+ * bundle scripts/bundle.mjs writes), unless BENCH_SERVER_MAIN names another (e.g. dist/src/cli/main.js,
+ * the unbundled tsc output). The source sandbox runs the same entry.
+ */
+const MAIN = (() => {
+  if (process.env.BENCH_SERVER_MAIN) return process.env.BENCH_SERVER_MAIN;
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1];
+  const main = entry ? (JSON.parse(entry) as string[]).find((a) => a.endsWith('main.js')) : undefined;
+  return main ? join(REPO_ROOT, main) : fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+})();
 const NS = 'peer';
 const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -235,7 +245,7 @@ async function benchSize(n: number, tmp: string, redisUrl: string, order: number
     title: `One GitTarget mirroring ${n.toLocaleString('en-US')} ConfigMaps, against the Go operator's figures`,
     columns: { value: 'ours', baseline: 'Go operator (recorded)' },
     order,
-    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: nodeArgs(), env: imageEnv(), quick },
+    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', main: MAIN.slice(REPO_ROOT.length), source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: nodeArgs(), env: imageEnv(), quick },
     started,
   });
   run.samples('start ms to /readyz, to GET (fresh, restart)', [first.start.readyMs, first.start.getMs, restart.readyMs, restart.getMs]);

@@ -375,8 +375,8 @@ async function benchSuspended(n: number, tmp: string, certDir: string, redisUrl:
   log(`a first server reported all ${n} Suspended in ${fmt((performance.now() - t1) / 1000, 1)} s`);
   fagent.destroy();
   await first.child.stop();
-  const run = beginRun({ bench: 'api', scenario: 'api.idle', title: 'idle server, controllers on', order: 7, params: { suspended: n, settleMs: 30_000, measureMs: 10_000, via: 'npm run bench -- scale --only=suspended' } });
-  await benchIdle({ run, redisUrl, redisPid, objectsKey: 'reverser:{c:_}:obj:configbutler.ai/gittargets', settleMs: 30_000, measureMs: 10_000, startServer: () => start('data-idle', 'all'), log });
+  const run = beginRun({ bench: 'api', scenario: 'api.idle', title: 'idle server, controllers on', order: 7, params: { suspended: n, settleMs: 30_000, maxSettleMs: 600_000, measureMs: 30_000, via: 'npm run bench -- scale --only=suspended' } });
+  await benchIdle({ run, redisUrl, redisPid, objectsKey: 'reverser:{c:_}:obj:configbutler.ai/gittargets', settleMs: 30_000, maxSettleMs: 600_000, measureMs: 30_000, startServer: () => start('data-idle', 'all'), log });
 }
 
 async function main(): Promise<void> {

@@ -14,10 +14,17 @@ export function ownVersion(): string {
 export function versionInfo(): Record<string, string> {
   if (cached) return cached;
   let version = '0.0.0';
-  try {
-    version = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version;
-  } catch {
-    /* running from an unusual layout: keep the placeholder */
+  // package.json is three levels up from dist/src/cli/, two from the bundle (dist/bundle/,
+  // scripts/bundle.mjs); ours is the one that names this package.
+  for (const rel of ['../../../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'));
+      if (pkg.name !== 'reverser-apiserver') continue;
+      version = pkg.version;
+      break;
+    } catch {
+      /* not there: try the next layout, else keep the placeholder */
+    }
   }
   // /version describes the Kubernetes API the server implements, as kube-apiserver's does: kubectl
   // compares its own minor with `minor` and warns about skew beyond one. The server's own version

@@ -35,13 +35,30 @@ const SLICE = 500;
  */
 const WORKER_YOUNG_GENERATION_MB = 6;
 
-export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & { lease?: LeaseProvider };
+/**
+ * How long a worker with nothing to do lives on. It is then ended, and the next call starts a new
+ * one: an idle worker costs ~18 MiB of resident memory after a 1,000-object snapshot (its own V8
+ * heap, its modules, the folder indexes) and wakes up for its own garbage collection, where the
+ * main thread at rest should do nothing (`npm run bench -- peer`, docs/architecture.md "At rest and
+ * at start-up"). What it held is on disk (clones under <data-dir>/cache, `local:` repositories), so
+ * a new worker only re-reads the folder index of the first commit's repository.
+ */
+export const WORKER_IDLE_EXIT_MS = 30_000;
+
+export type GitWorkerOptions = Omit<GitEngineOptions, 'lease' | 'http'> & {
+  lease?: LeaseProvider;
+  /** How long an idle worker lives on (default WORKER_IDLE_EXIT_MS). */
+  idleExitMs?: number;
+};
 
 export class GitWorker implements CommitEngine {
   private worker: Worker | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve(r: never): void; reject(e: Error): void }>();
   private closed = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** Workers ended for being idle: their exit fails nothing (calls made since went to a new one). */
+  private readonly retired = new WeakSet<Worker>();
   /** Branch leases the worker holds (taken through this thread's Store), so close() can hand them back. */
   private readonly branchLeases = new Map<string, number>();
   readonly holder: string;
@@ -99,10 +116,16 @@ export class GitWorker implements CommitEngine {
   private callOn<T>(w: Worker, msg: Extract<ToWorker, { type: 'commit' | 'list' | 'scan' }>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.set(msg.id, { resolve: resolve as (r: never) => void, reject });
+      this.idle(false);
       // Work in flight keeps the process alive; an idle worker does not.
       w.ref();
       w.postMessage(msg);
     });
+  }
+
+  /** Whether a worker thread is running now (an idle one ends after idleExitMs). */
+  get running(): boolean {
+    return this.worker !== undefined;
   }
 
   warm(): void {
@@ -118,6 +141,7 @@ export class GitWorker implements CommitEngine {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.idle(false);
     const w = this.worker;
     this.worker = undefined;
     if (w) await w.terminate();
@@ -130,7 +154,7 @@ export class GitWorker implements CommitEngine {
 
   private ensure(): Worker {
     if (this.worker) return this.worker;
-    const { lease, ...rest } = this.opts;
+    const { lease, idleExitMs: _idle, ...rest } = this.opts;
     const data: WorkerEngineOptions = { ...rest, holder: this.holder, useLeases: lease !== undefined };
     // A small young generation whatever node's flags: a snapshot's burst of short-lived objects
     // otherwise grows the worker's semi-spaces to V8's default maximum (16 MiB each), and they stay
@@ -140,16 +164,37 @@ export class GitWorker implements CommitEngine {
     w.on('message', (msg: FromWorker) => this.onMessage(w, msg));
     w.on('error', (e) => {
       if (this.worker === w) this.worker = undefined;
-      this.failAll(`the git engine worker failed: ${e.message}`);
+      if (!this.retired.has(w)) this.failAll(`the git engine worker failed: ${e.message}`);
     });
     w.on('exit', (code) => {
       if (this.worker === w) this.worker = undefined;
-      if (!this.closed) this.failAll(`the git engine worker exited (code ${code})`);
+      if (!this.closed && !this.retired.has(w)) this.failAll(`the git engine worker exited (code ${code})`);
     });
     // An idle worker must not keep the process alive.
     w.unref();
     this.worker = w;
+    this.idle(true);
     return w;
+  }
+
+  /**
+   * Arms (or disarms) the idle exit: a worker with no call in flight and no branch lease held is
+   * ended after idleExitMs. A branch lease keeps it: the worker renews the leases it holds.
+   */
+  private idle(now: boolean): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    if (!now || this.closed || !this.worker) return;
+    const w = this.worker;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.worker !== w || this.pending.size > 0) return;
+      if (this.branchLeases.size > 0) return this.idle(true);
+      this.worker = undefined;
+      this.retired.add(w);
+      void w.terminate();
+    }, this.opts.idleExitMs ?? WORKER_IDLE_EXIT_MS);
+    this.idleTimer.unref();
   }
 
   private failAll(message: string, reason: GitErrorReason = 'Unreachable'): void {
@@ -176,7 +221,10 @@ export class GitWorker implements CommitEngine {
     }
     const p = this.pending.get(msg.id);
     this.pending.delete(msg.id);
-    if (this.pending.size === 0) w.unref();
+    if (this.pending.size === 0) {
+      w.unref();
+      if (this.worker === w) this.idle(true);
+    }
     if (!p) return;
     if (msg.ok) p.resolve((msg.type === 'listing' ? msg.refs : msg.type === 'scanned' ? msg.report : msg.result) as never);
     else p.reject(new GitEngineError(msg.reason === 'Internal' ? 'Unreachable' : (msg.reason as GitErrorReason), msg.message, msg.retryable));

@@ -11,9 +11,18 @@ export interface RegistrationFlagDef {
 
 export const DEFAULT_SERVICE_NAME = 'reverser-apiserver';
 export const DEFAULT_SERVICE_NAMESPACE = 'reverser-system';
-export const DEFAULT_REFRESH_MS = 30_000;
 /** Where a Pod finds its own namespace (the Service is assumed to live beside the Pod). */
 const POD_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/**
+ * The re-check's default period. Each one is a discovery GET to the hosting cluster (and a GET of
+ * the APIService when the API is served), usually over a new TLS connection (API servers close an
+ * idle one within seconds): every 30 s that was the costliest thing a server at rest did
+ * (docs/architecture.md "At rest and at start-up"). The CA bundle changing is published at once
+ * (server/registration.ts follows --apiservice-ca-file), so the period only bounds how long a
+ * removed APIService or grant, or an API that appears later, waits.
+ */
+export const DEFAULT_DISCOVERY_REFRESH = '5m';
 
 export const REGISTRATION_FLAGS: RegistrationFlagDef[] = [
   { name: 'register-apiservice', description: 'true: create/update the APIService v1alpha1.configbutler.ai in the hosting cluster and keep its caBundle current (default true when a hosting cluster is configured).' },
@@ -23,7 +32,7 @@ export const REGISTRATION_FLAGS: RegistrationFlagDef[] = [
   { name: 'apiservice-group-priority-minimum', description: 'spec.groupPriorityMinimum of the APIService.', default: '1000' },
   { name: 'apiservice-version-priority', description: 'spec.versionPriority of the APIService.', default: '15' },
   { name: 'apiservice-ca-file', description: 'PEM CA bundle published as the APIService caBundle (default: ca.crt beside --tls-cert-file, else the generated CA, else the serving certificate itself); re-read when it changes.' },
-  { name: 'discovery-refresh-interval', description: 'How often the hosting cluster\'s discovery is re-checked for apiregistration.k8s.io and the APIService kept current.', default: '30s' },
+  { name: 'discovery-refresh-interval', description: 'How often the hosting cluster\'s discovery is re-checked for apiregistration.k8s.io and the APIService kept current (a changed --apiservice-ca-file is published at once).', default: DEFAULT_DISCOVERY_REFRESH },
 ];
 
 export interface RegistrationOptions {
@@ -70,7 +79,7 @@ export function parseRegistrationFlags(
   for (const [flag, v] of [['apiservice-service-name', name], ['apiservice-service-namespace', namespace]] as const) {
     if (v.length > 63 || !DNS_LABEL.test(v)) throw new RegistrationFlagError(`--${flag}: must be a DNS label (lower-case letters, digits, "-"), got ${JSON.stringify(v)}`);
   }
-  const refreshText = values['discovery-refresh-interval'] ?? '30s';
+  const refreshText = values['discovery-refresh-interval'] ?? DEFAULT_DISCOVERY_REFRESH;
   const refreshMs = parseDurationMs(refreshText);
   if (refreshMs === undefined || refreshMs < 1000 || refreshMs > 24 * 3600_000) {
     throw new RegistrationFlagError(`--discovery-refresh-interval: must be a duration between 1s and 24h, got ${JSON.stringify(refreshText)}`);

@@ -21,7 +21,8 @@ async function commandCalls(redis: Redis): Promise<Record<string, number>> {
 // the expired members' ZRANGEBYSCORE, its own epoch's HGET, its ZADD and the members' HGETALL —
 // the same five for one lease or ten thousand, because a GitTarget lease lives with the replica's
 // membership (src/storage/lease.ts) and no lease is renewed one by one. Besides it, per process and
-// not per object: the store's blocking XREAD of the logs (one per 5 s) and its progress tick, one
+// not per object: the store's blocking XREAD of the logs (one a minute at
+// rest, src/storage/redis/follower.ts FOLLOW_BLOCK_MS) and its progress tick, one
 // GET of the counter per second while a served watch takes bookmarks (src/storage/redis/follower.ts
 // progress(); here the mirror's watches of its own sandbox are served watches).
 const HEARTBEAT = ['time', 'zrangebyscore', 'hget', 'zadd', 'hgetall'];

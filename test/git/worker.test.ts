@@ -40,3 +40,42 @@ test('a commit of 1,234 changes reaches the worker in slices and lands as one co
   assert.equal(listed.length, N - 1);
   assert.deepEqual(listed.find((x) => x.name === 'cm-1233'), { apiVersion: '', kind: 'ConfigMap', namespace: 'team-a', name: 'cm-1233' });
 });
+
+test('an idle worker thread ends after idleExitMs, not before, and the next commit starts a new one', { timeout: 60_000 }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'git-worker-idle-'));
+  const IDLE = 2000;
+  const worker = new GitWorker({ allowInsecureCredentials: true, dataDir, idleExitMs: IDLE });
+  t.after(async () => {
+    await worker.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const me = { name: 'T', email: 't@example.com' };
+  const commit = (i: number) =>
+    worker.commit({ repository: { url: 'local:idle' }, branch: 'main', folder: 'f', changes: [{ op: 'write', resource: 'configmaps', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, namespace: 'a' }, data: { i: String(i) } } }], author: me, message: `c${i}` });
+  const untilStopped = async (deadlineMs: number) => {
+    const t0 = performance.now();
+    while (worker.running) {
+      assert.ok(performance.now() - t0 < deadlineMs, `the idle worker still runs after ${deadlineMs} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return performance.now() - t0;
+  };
+  assert.equal((await commit(1)).outcome, 'Committed');
+  const doneAt = performance.now();
+  // Calls closer together than IDLE keep it (each one re-arms the idle exit), for longer than IDLE in all.
+  for (let i = 2; i <= 7; i++) {
+    await new Promise((r) => setTimeout(r, IDLE / 5));
+    assert.ok(worker.running, `the worker ran on between calls ${IDLE / 5} ms apart (call ${i})`);
+    assert.equal((await commit(i)).outcome, 'Committed');
+  }
+  const lastAt = performance.now();
+  await untilStopped(15_000);
+  // Never before IDLE after the last call (a loaded machine only makes it later).
+  assert.ok(performance.now() - lastAt >= IDLE - 5, `ended ${Math.round(performance.now() - lastAt)} ms after the last call, before ${IDLE} ms`);
+  assert.ok(performance.now() - doneAt > IDLE, 'the calls in between re-armed the idle exit');
+  // A call after the exit starts a new worker and commits.
+  assert.equal((await commit(8)).outcome, 'Committed');
+  assert.ok(worker.running);
+  assert.equal(git(join(dataDir, 'git', 'idle.git'), 'log', '--format=%s', 'main'), 'c8\nc7\nc6\nc5\nc4\nc3\nc2\nc1\n');
+  await untilStopped(15_000);
+});

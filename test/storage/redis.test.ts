@@ -75,3 +75,32 @@ test('redis: the progress tick reads the counter only while a watch takes progre
   assert.equal(await getsOver(600), 0, 'the tick stops with the last watch that takes progress');
   informer.stop();
 });
+
+test('redis: at rest the follower asks Redis at most once a minute (one blocking XREAD), and a write still reaches a watch at once', { timeout: 60_000 }, async (t) => {
+  const srv = await shared();
+  const s = await openRedis(t, srv.url, { keyPrefix: `t${++n}` });
+  const { Redis } = await import('ioredis');
+  const admin = new Redis(srv.url);
+  t.after(() => admin.disconnect());
+  const calls = async () => Object.fromEntries([...(await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  await s.create(CM, key('a'), cm('a'));
+  const rv = await s.currentRV();
+  // A watcher that takes no progress notifications (as the controllers' informers): no progress tick.
+  const names: string[] = [];
+  const h = await s.watch(CM, { fromRV: rv }, { onEvent: (e) => void names.push(e.object.metadata.name!) });
+  t.after(() => h.stop());
+  await new Promise((r) => setTimeout(r, 200)); // the follower's first XREAD blocks
+  const before = await calls();
+  // 12 s: a 5 s block re-issued its XREAD two or three times in this window.
+  await new Promise((r) => setTimeout(r, 12_000));
+  const after = await calls();
+  const ran = Object.fromEntries(Object.entries(after).filter(([k, v]) => k !== 'info' && v > (before[k] ?? 0)).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+  assert.deepEqual(ran, {}, `Redis commands of a store at rest with a watch open, over 12 s: ${JSON.stringify(ran)}`);
+  // The blocked XREAD returns with a write, not at the end of its block.
+  const t0 = performance.now();
+  await s.create(CM, key('b'), cm('b'));
+  while (!names.includes('b')) {
+    assert.ok(performance.now() - t0 < 5_000, `the watch did not get the write within 5 s: ${JSON.stringify(names)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+});

@@ -19,6 +19,8 @@ export const ns = (namespace: string, resource = 'gittargets') => `${GV}/namespa
 export const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** The bundle the container image runs (Dockerfile ENTRYPOINT; scripts/bundle.mjs). */
+export const BUNDLE_MAIN = fileURLToPath(new URL('../../bundle/main.js', import.meta.url));
 
 export interface Response {
   status: number;
@@ -77,6 +79,8 @@ export interface StartOptions {
   port?: number;
   /** Extra environment variables of the server process. */
   env?: Record<string, string>;
+  /** The entry script (default dist/src/cli/main.js, tsc's output; BUNDLE_MAIN is what the image runs). */
+  main?: string;
 }
 
 /**
@@ -118,7 +122,7 @@ async function startOnce(extraArgs: string[], opts: StartOptions): Promise<Start
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    [MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...insecureCredentialsDefault(extraArgs), ...extraArgs],
+    [opts.main ?? MAIN, command, '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level', 'warn', ...(command === 'serve' ? controllersDefault(extraArgs) : []), ...insecureCredentialsDefault(extraArgs), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ? { ...process.env, ...opts.env } : process.env },
   );
   let out = '';

@@ -95,6 +95,7 @@ export class WindowsController {
       () => this.clock.now(),
       deps.attribution,
       (tiers) => this.joined(tiers),
+      () => deps.engine.warm?.(),
     );
     this.commits = new WindowCommits({ ...deps, records: this.records, sink: this.sink, clock: this.clock, writeTargetStatus: (gt, s) => this.writeTargetStatus(gt, s) });
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });

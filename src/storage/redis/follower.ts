@@ -37,8 +37,17 @@ export interface FollowerDeps {
   freezeObjects?: boolean;
 }
 
-/** How long the follower's XREAD blocks; the follower connection's command timeout adds this. */
-export const FOLLOW_BLOCK_MS = 5000;
+/**
+ * How long the follower's XREAD blocks when nothing is written; the follower connection's command
+ * timeout adds this. A write ends the block at once, and so does a newly loaded log (CLIENT
+ * UNBLOCK, init()), and close() disconnects the connection: the block's length only decides how
+ * often a server at rest asks Redis again (5 s was 12 round trips a minute, a sixth of what the
+ * server did at rest, docs/architecture.md "At rest and at start-up"), and how long a connection
+ * that died without a reset (a frozen Redis, a cut network path) goes unnoticed by the follower;
+ * the other connection's commands (the heartbeat every 3.3 s, every request) notice it within the
+ * command timeout, and requests answer 503 meanwhile.
+ */
+export const FOLLOW_BLOCK_MS = 60_000;
 
 export class RedisCacheFollower {
   readonly cache: WatchCache;
