@@ -1,7 +1,7 @@
 // Child processes for benchmarks: free ports, a real redis-server, node children that announce
 // readiness on a line of output, RSS readings. Every child is tracked so one call stops them all.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +58,11 @@ export function spawnChild(cmd: string, args: string[], opts: { env?: NodeJS.Pro
         proc.kill('SIGTERM');
       }),
   };
+  // BENCH_CHILD_LOG=<file>: every child's whole output is appended there too (a failed scale run
+  // keeps only the last 20,000 characters otherwise, and its temporary directory is removed).
+  const logFile = process.env.BENCH_CHILD_LOG;
   const onData = (b: Buffer): void => {
+    if (logFile) appendFileSync(logFile, b);
     out = (out + b.toString()).slice(-20_000);
     opts.onOutput?.(out);
   };
