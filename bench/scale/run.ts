@@ -84,6 +84,21 @@ async function statusWrites(t: Target, agent: https.Agent): Promise<Record<strin
   return out;
 }
 
+/**
+ * What Redis holds for a tenant whose edit was not committed: its ConfigMap (the edit stored?) and
+ * its GitTarget's window record (the change recorded, staged, in a window, or gone?), read
+ * directly, so a failure says which step of the path change → window → commit it stopped at.
+ */
+async function storedState(redis: Redis, ns: string): Promise<string> {
+  const field = `${ns}/mirror`;
+  const [cm, rec] = await Promise.all([
+    redis.hget('reverser:{c:_}:obj:/configmaps', `${ns}/cm-0`),
+    redis.hget('reverser:{c:_}:obj:internal.configbutler.ai/commitwindows', field),
+  ]).catch((e: Error) => [`(not read: ${e.message})`, undefined]);
+  const value = cm ? /"value":"([^"]*)"/.exec(cm)?.[1] : undefined;
+  return `its ConfigMap in Redis: data.value ${JSON.stringify(value)} (resourceVersion ${cm ? /"resourceVersion":"(\d+)"/.exec(cm)?.[1] : '-'}); its window record: ${rec ? rec.slice(0, 4000) : 'none'}`;
+}
+
 /** RSS of a fresh server at rest (the start-up part measures it; 160 MiB when it did not run). */
 let restBaseline = 160;
 
@@ -268,7 +283,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
           if (!seen) {
             const gt = await request(t, agent, { method: 'GET', path: `${GV}/namespaces/${ns}/gittargets/mirror`, deadlineMs: 30_000 }).catch((e: Error) => ({ status: 0, body: e.message }));
             const state = gt.status === 200 ? describeNotReady([JSON.parse(gt.body)], 'GitTarget') : `GET its GitTarget: ${gt.status} ${gt.body.slice(0, 200)}`;
-            throw new Error(`${ns}: no pushed commit seen within ${EDIT_DEADLINE_MS / 1000} s of its edit; ${state}`);
+            throw new Error(`${ns}: no pushed commit seen within ${EDIT_DEADLINE_MS / 1000} s of its edit; ${state}\n${await storedState(redis, ns)}`);
           }
           lat.push(seen.at - sent);
           times.push({ ns, sentAt: wall(sent), answeredAt: wall(answered), seenAt: wall(seen.at) });
