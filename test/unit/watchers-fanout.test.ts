@@ -69,3 +69,21 @@ test('watchers that stop leave the index: a namespace watched again gets only it
   assert.deepEqual(seen, ['a2 1']);
   assert.equal(rc.watchersExamined, 1);
 });
+
+test('progress: a watcher that says when it wants the next notification is not asked before; one that says false is asked every tick', async () => {
+  const rc = new ResourceCache('configmaps', 0, { retention: 100, freeze: false });
+  let later = 0;
+  let eager = 0;
+  const TENANTS = 1000;
+  for (let i = 0; i < TENANTS; i++) rc.watch({ cluster: 'root', namespace: `t${i}`, fromRV: 0 }, { onEvent: () => undefined, onProgress: () => (later++, 60_000) });
+  rc.watch({ cluster: 'root', namespace: 'x', fromRV: 0 }, { onEvent: () => undefined, onProgress: () => (eager++, false) });
+  await new Promise((r) => setImmediate(r));
+  const t0 = Date.now() + 5_000;
+  // Writes elsewhere move the RV every second for 30 s; the store ticks every second.
+  for (let s = 0; s < 30; s++) rc.progress(100 + s, 1000, t0 + s * 1000);
+  assert.equal(later, TENANTS, 'each watcher that asked for a minute was asked once in 30 s');
+  assert.equal(eager, 30);
+  // After its minute, asked again.
+  rc.progress(200, 1000, t0 + 60_000);
+  assert.equal(later, 2 * TENANTS);
+});

@@ -60,6 +60,8 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   let lastRV = fromRV;
   let sentRV = fromRV;
   let sentAt = Date.now();
+  /** When the watch times out (epoch ms), set once it follows the store. */
+  let endsAt = Infinity;
   let sentColumns = false;
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -102,12 +104,21 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     sentRV = rvNow;
     sentAt = Date.now();
   };
-  /** False when a bookmark would be due but is not yet (sent too recently): the store asks again. */
-  const bookmarkIfDue = (): boolean => {
+  /**
+   * When a bookmark is not due yet (sent too recently), the ms until the store should ask again: when
+   * it is due, or 2 s before the watch's timeout, whichever is first (from then on every tick, so the
+   * timeout's bookmark carries a recent position; false asks at the next tick).
+   */
+  const bookmarkIfDue = (): boolean | number => {
     if (closed || !opts.allowWatchBookmarks || lastRV <= sentRV) return true;
-    if (Date.now() - sentAt < h.state.watchBookmarkIntervalMs) return false;
-    bookmark(lastRV);
-    return true;
+    const now = Date.now();
+    const dueIn = sentAt + h.state.watchBookmarkIntervalMs - now;
+    if (dueIn <= 0) {
+      bookmark(lastRV);
+      return true;
+    }
+    const untilLastTicks = endsAt - 2_000 - now;
+    return untilLastTicks > 0 ? Math.min(dueIn, untilLastTicks) : false;
   };
   raw.on('drain', () => (unflushed = 0));
   raw.on('close', finish);
@@ -177,10 +188,12 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   // events dropped here leave the watch due for it (onEvent's false).
   // At the timeout, a last BOOKMARK with the position reached (kube-apiserver sends one just before
   // the deadline): the client's next watch resumes from there, not from a minute-old bookmark.
+  const lasts = watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds);
+  endsAt = Date.now() + lasts;
   timer = setTimeout(() => {
     if (!closed && opts.allowWatchBookmarks && lastRV > sentRV) bookmark(lastRV);
     finish();
-  }, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
+  }, lasts);
   void h.state.shuttingDown.then(finish);
 }
 
