@@ -299,10 +299,26 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
   return result.copy;
 }
 
-/** The result of a merge or strategic merge patch must still fit the body limit (it is what gets stored); in slices. */
-export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number): Promise<unknown> {
-  if ((await inSlices(jsonSizeWork(document, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
+/**
+ * The result of a merge or strategic merge patch must still fit the body limit (it is what gets
+ * stored); in slices. managedFields the patch left as they were (the very array of `current`, both
+ * patch kinds keep untouched members by reference) are not counted: the server writes them, not the
+ * client, and for a list near the limit they are as large as the list itself, so counting them
+ * refused every later patch of an object the server had just stored, even a repeat of the patch
+ * that stored it (test/unit/patched-size.test.ts).
+ */
+export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number, current?: unknown): Promise<unknown> {
+  if ((await inSlices(jsonSizeWork(withoutKeptManagedFields(document, current), limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
   return document;
+}
+
+function withoutKeptManagedFields(document: unknown, current: unknown): unknown {
+  const meta = (document as { metadata?: Record<string, unknown> } | null)?.metadata;
+  const before = (current as { metadata?: Record<string, unknown> } | null)?.metadata;
+  if (!meta || typeof meta !== 'object' || !before || typeof before !== 'object') return document;
+  if (meta.managedFields === undefined || meta.managedFields !== before.managedFields) return document;
+  const { managedFields: _kept, ...rest } = meta;
+  return { ...(document as Record<string, unknown>), metadata: rest };
 }
 
 /** RFC 7386 JSON merge patch (depth is bounded by the decoder's nesting limit). */
