@@ -1,4 +1,4 @@
-// The size limit on a merge or strategic merge patch's result counts what the patch produced, not
+// The size limit on a patch's result (merge, strategic merge and JSON patch) counts what the patch produced, not
 // the managedFields the server keeps beside it (src/apiserver/patch.ts checkPatchedSizeInSlices):
 // an object whose list is near the limit has managedFields about as large, and counting them
 // refused every later patch of it, even a repeat of the patch that stored it (found by
@@ -18,15 +18,24 @@ const stored = () => ({
   data: { a: '1' },
 });
 
-async function apply(kind: 'merge' | 'strategic', patch: unknown, current: unknown): Promise<number> {
+type Outcome = { code: number; reason?: string; message?: string; result?: any };
+
+async function patched(kind: 'merge' | 'strategic' | 'json', patch: unknown, current: unknown): Promise<Outcome> {
   const { apply } = await decodePatch(kind, Buffer.from(JSON.stringify(patch)), 'Strict', LIMIT);
   try {
-    await apply(current);
-    return 200;
+    return { code: 200, result: await apply(current) };
   } catch (e) {
-    return (e as { status?: { code?: number } }).status?.code ?? 500;
+    const s = (e as { status?: { code?: number; reason?: string; message?: string } }).status;
+    return { code: s?.code ?? 500, reason: s?.reason, message: s?.message };
   }
 }
+
+const apply = async (kind: 'merge' | 'strategic' | 'json', patch: unknown, current: unknown) => (await patched(kind, patch, current)).code;
+const TOO_LARGE = {
+  code: 413,
+  reason: 'RequestEntityTooLarge',
+  message: `Request entity too large: applying the patch would make the object larger than the limit of ${LIMIT} bytes (stopped at the patched object)`,
+};
 
 test('the stored object is over the limit only by its managedFields (the precondition)', () => {
   const o = stored();
@@ -46,4 +55,34 @@ test('a patch whose own result is over the limit is still refused, and so is one
   const o = stored();
   // managedFields sent by the client count: they are the patch's, not the server's.
   assert.equal(await apply('merge', { metadata: { managedFields: o.metadata.managedFields } }, stored()), 413);
+});
+
+test('a JSON patch of an object over the limit only by its managedFields: a repeat of the finalizers and a label are applied, the stored managedFields kept', async () => {
+  const replace = [{ op: 'replace', path: '/metadata/finalizers', value: finalizers }];
+  const label = [{ op: 'add', path: '/metadata/labels', value: { a: 'b' } }];
+  for (const ops of [replace, label]) {
+    const current = stored();
+    const { code, result } = await patched('json', ops, current);
+    assert.equal(code, 200, JSON.stringify(ops).slice(0, 80));
+    // The stored array itself, in its place among metadata's keys.
+    assert.equal(result.metadata.managedFields, current.metadata.managedFields);
+    assert.deepEqual(Object.keys(result.metadata).slice(0, 3), ['name', 'finalizers', 'managedFields']);
+  }
+  const { result } = await patched('json', label, stored());
+  assert.deepEqual(result, { ...stored(), metadata: { ...stored().metadata, labels: { a: 'b' } } });
+  // A copy within the remaining budget still works (the budget no longer counts the stored managedFields).
+  assert.equal(await apply('json', [{ op: 'copy', from: '/data/a', path: '/data/b' }], stored()), 200);
+});
+
+test('a JSON patch whose own result is over the limit is refused with the exact Status, and so is one that writes managedFields', async () => {
+  const tooLarge = (o: Outcome) => ({ code: o.code, reason: o.reason, message: o.message });
+  assert.deepEqual(tooLarge(await patched('json', [{ op: 'add', path: '/data/big', value: 'x'.repeat(LIMIT) }], stored())), TOO_LARGE);
+  const o = stored();
+  // managedFields written by the patch count: a copy of them is the patch's.
+  assert.deepEqual(tooLarge(await patched('json', [{ op: 'replace', path: '/metadata/managedFields', value: o.metadata.managedFields }], stored())), TOO_LARGE);
+  assert.deepEqual(tooLarge(await patched('json', [{ op: 'add', path: '/metadata/managedFields/-', value: { manager: 'x' } }], stored())), TOO_LARGE);
+  // A copy of the managedFields elsewhere is counted where it is made.
+  const copy = await patched('json', [{ op: 'copy', from: '/metadata/managedFields', path: '/data/copy' }], stored());
+  assert.deepEqual([copy.code, copy.reason], [413, 'RequestEntityTooLarge']);
+  assert.match(copy.message!, /stopped at operation 0 \(copy from "\/metadata\/managedFields" at "\/data\/copy"\)\)$/);
 });
