@@ -6,7 +6,8 @@
 // quotes, escapes, surrogates) in the mix.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FieldSet, WIDE_NODE, plainItemsWork } from '../../src/registry/apply/fieldset.js';
+import { FieldSet, WIDE_NODE } from '../../src/registry/apply/fieldset.js';
+import { plainItemsWork } from '../../src/registry/apply/plain-items.js';
 import { field, type Path } from '../../src/registry/apply/path.js';
 import type { Shape } from '../../src/registry/apply/schema.js';
 import { toFieldSet } from '../../src/registry/apply/typed.js';

@@ -1,7 +1,8 @@
 // The difference between two values under a shape (structured-merge-diff's typed Compare): which
 // fields were added, modified or removed. List items are matched as typed.ts names them (itemElement).
 import { deepEqual } from '../metadata.js';
-import { FieldSet, plainItemsWork } from './fieldset.js';
+import { FieldSet } from './fieldset.js';
+import { plainItemsWork } from './plain-items.js';
 import { type Path, type PathElement, field, serialize } from './path.js';
 import { type Shape, fieldShape, resolve } from './schema.js';
 import { type ListShape, isEmptyContainer, itemElement } from './typed.js';
@@ -135,7 +136,7 @@ function* compareSetItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Pa
   // removed, however often it occurs, so the items go straight into that node.
   if (lhs.length === 0 || rhs.length === 0) {
     const [items, into] = lhs.length === 0 ? [rhs, c.added] : [lhs, c.removed];
-    // Plain strings (a list of finalizers) make one compact node (fieldset.ts plainItemsWork).
+    // Plain strings (a list of finalizers) make one compact node (plain-items.ts).
     const plain = yield* plainItemsWork(items);
     if (plain && into.putItems(path, plain)) return;
     const node = into.node(path);

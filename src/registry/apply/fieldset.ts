@@ -15,39 +15,6 @@ import { type Work, YIELD_MASK, finish } from './work.js';
  */
 const PLAIN_STRING_VALUE = /^v:"[^"\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]*"$/;
 
-/**
- * A string that JSON and Go's encoding write without escapes and that has no character sorting
- * before the quote that ends its key (space, `!`): its element serializes to `v:"<string>"`, and
- * strings of this kind sort as their keys do. Finalizers and most `set` lists are such strings.
- */
-const PLAIN_ITEM = /^[^"\\\u0000-\u0021<>&\u2028\u2029\ud800-\udfff]*$/;
-
-/**
- * The items of a `set` list as a compact node's members (FieldSet.ofItems): sorted and unique,
- * or undefined when one of them is not a PLAIN_ITEM string (then they go one by one). An already
- * sorted list (what clients usually send) costs one comparison per item; no hashing either way.
- */
-export function* plainItemsWork(list: readonly unknown[]): Work<string[] | undefined> {
-  let sorted = true;
-  for (let i = 0; i < list.length; i++) {
-    const v = list[i];
-    if (typeof v !== 'string' || !PLAIN_ITEM.test(v)) return undefined;
-    if (sorted && i > 0 && !((list[i - 1] as string) < v)) sorted = false;
-    if ((i & YIELD_MASK) === YIELD_MASK) yield;
-  }
-  const items = (list as string[]).slice();
-  if (sorted) return items;
-  items.sort();
-  yield;
-  let w = 0;
-  for (let i = 0; i < items.length; i++) {
-    if (w === 0 || items[i] !== items[w - 1]) items[w++] = items[i]!;
-    if ((i & YIELD_MASK) === YIELD_MASK) yield;
-  }
-  items.length = w;
-  return items;
-}
-
 /** Keys from which an encoded fieldsV1 node remembers its JSON text (toFieldsV1Work). */
 export const WIDE_NODE = 1024;
 
@@ -68,7 +35,7 @@ export class FieldSet {
   private memberMap: Map<string, PathElement> | undefined;
   /**
    * A compact form of the members: the values of the `v:` elements of a `set` list of plain
-   * strings (PLAIN_ITEM), sorted and unique. The field set of a 3 MiB list of finalizers is then one
+   * strings (plain-items.ts), sorted and unique. The field set of a 3 MiB list of finalizers is then one
    * array instead of 136,000 elements, keys and Map entries (most of a create's time and garbage),
    * and its fieldsV1 text is one JSON.stringify. `members` turns it into the Map when something
    * asks for it (a later write changing the list), after which the Map is the only form.
@@ -81,7 +48,7 @@ export class FieldSet {
     this.children = children;
   }
 
-  /** A set whose members are the `v:` elements of `items`: plain strings, sorted, unique (plainItemsWork). */
+  /** A set whose members are the `v:` elements of `items`: plain strings, sorted, unique (plain-items.ts). */
   static ofItems(items: readonly string[], children: Map<string, Child> = new Map()): FieldSet {
     const s = new FieldSet(undefined, children);
     s.memberMap = undefined;
@@ -121,7 +88,7 @@ export class FieldSet {
   }
 
   /**
-   * Puts the compact node of `items` (plainItemsWork) at `path` (not the root), where no node or
+   * Puts the compact node of `items` (plain-items.ts) at `path` (not the root), where no node or
    * an empty one is: false when another one is there (the caller adds the items one by one).
    */
   putItems(path: Path, items: readonly string[]): boolean {
@@ -351,7 +318,7 @@ export class FieldSet {
 
   /**
    * toFieldsV1Work of a compact node (ofItems): its keys are `v:"<item>"`, already in the order
-   * keys.sort() gives (PLAIN_ITEM leaves out every character that sorts before the closing quote),
+   * keys.sort() gives (a plain item has no character that sorts before the closing quote),
    * and its text is JSON.stringify of the items with each `","` between two of them made the end
    * of one key and the start of the next (a plain item holds no quote or backslash).
    */

@@ -3,7 +3,8 @@
 // set of fields (the difference between two values is in compare.ts). Lists merge by
 // x-kubernetes-list-type: atomic lists are one value; `set` items are identified by their value,
 // `map` items by their key fields.
-import { FieldSet, plainItemsWork } from './fieldset.js';
+import { FieldSet } from './fieldset.js';
+import { plainItemsWork } from './plain-items.js';
 import { type Path, type PathElement, field, keyElement, pathString, serialize } from './path.js';
 import { type Shape, fieldShape, isNamedField, isPlainObject, resolve } from './schema.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
@@ -66,7 +67,7 @@ function* walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): Work<
       // Scalars only (itemElement refuses anything else): each item is one member of this node,
       // duplicated or not, so the items go straight into the node instead of down a path each.
       if (v.length === 0) return;
-      // Plain strings (a list of finalizers) make one compact node (fieldset.ts plainItemsWork).
+      // Plain strings (a list of finalizers) make one compact node (plain-items.ts).
       const items = yield* plainItemsWork(v);
       if (items && set.putItems(path, items)) return;
       const node = set.node(path);
