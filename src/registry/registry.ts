@@ -58,6 +58,11 @@ export class Registry {
     this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr, strategy.statusFields);
   }
 
+  /** The schema validator, compiled ahead of the first write by Registries.compileValidators. */
+  get schemaValidator(): SchemaValidator {
+    return this.validator;
+  }
+
   key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
     return { cluster: ctx.cluster, namespace: this.def.namespaced ? namespace : '', name };
   }
