@@ -30,8 +30,8 @@ import { startRegistration, type RunningRegistration } from './registration.js';
 import { startAudit, type RunningAudit } from './audit.js';
 import { startServerControllers } from './controllers.js';
 
-/** How long after start-up the server's own schemas are compiled (see compileValidators). */
-const WARM_VALIDATORS_AFTER_MS = 1000;
+/** --schema-compile-delay's default: how long after start-up the server's own schemas are compiled. */
+const DEFAULT_SCHEMA_COMPILE_DELAY_MS = 1000;
 
 export interface Running {
   server: BuiltServer;
@@ -130,10 +130,11 @@ export async function run(c: CompletedConfig, log: Logger, releaseLock: () => vo
   if (opts.registration.enabled) {
     registration = await startRegistration(opts, { generatedCAFile: c.tls.generatedCAFile, servingCertPem: c.tls.certPem }, log, metrics.registry);
   }
-  // The server's own resources' schemas are compiled a second after it started, outside any
-  // request, instead of inside the first write of each (src/registry/registries.ts
+  // The server's own resources' schemas are compiled --schema-compile-delay after it started,
+  // outside any request, instead of inside the first write of each (src/registry/registries.ts
   // compileValidators). Not before ready: start-up time stays as it was.
-  setTimeout(() => void server.registries.compileValidators(GROUP), WARM_VALIDATORS_AFTER_MS).unref();
+  const compileDelayMs = opts.schemaCompileDelayMs ?? DEFAULT_SCHEMA_COMPILE_DELAY_MS;
+  if (compileDelayMs > 0) setTimeout(() => void server.registries.compileValidators(GROUP), compileDelayMs).unref();
   // One shutdown, however many signals ask for it (Ctrl-C of `npm start` delivers SIGINT, and npm
   // may add SIGTERM): a second call waits for the first instead of returning before the data
   // directory's lock is released.
