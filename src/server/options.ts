@@ -33,6 +33,8 @@ export interface ServeOptions {
   /** --kcp-server-url: where a logical cluster's workspace is (its default mirror source and kubeconfig Secrets). */
   kcpServerURL?: string;
   minRequestTimeoutSeconds: number;
+  /** --watch-bookmark-interval (src/apiserver/handlers/watch.ts); default BOOKMARK_INTERVAL_MS. */
+  watchBookmarkIntervalMs?: number;
   maxRequestBytes: number;
   /** --schema-compile-delay: when the own group's schemas are compiled after start-up; 0: at their first write (default 1 s). */
   schemaCompileDelayMs?: number;
