@@ -6,6 +6,7 @@ import { type Path, type PathElement, compareElements, deserialize, serialize } 
 import { LEAF } from './leaf.js';
 import { knownJSON, rememberJSON } from '../../storage/known-json.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
+import { sortedMerge } from './plain-items.js';
 
 /**
  * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
@@ -187,10 +188,12 @@ export class FieldSet {
   }
 
   intersection(o: FieldSet): FieldSet {
-    const out = new FieldSet();
-    // Member order does not matter (encoding and paths() sort): walk the smaller map.
-    const [small, large] = this.members.size <= o.members.size ? [this.members, o.members] : [o.members, this.members];
-    for (const [k, pe] of small) if (large.has(k)) out.members.set(k, pe);
+    const out = this.items && o.items ? FieldSet.ofItems(sortedMerge(this.items, o.items, true)) : new FieldSet();
+    if (!(this.items && o.items)) {
+      // Member order does not matter (encoding and paths() sort): walk the smaller map.
+      const [small, large] = this.members.size <= o.members.size ? [this.members, o.members] : [o.members, this.members];
+      for (const [k, pe] of small) if (large.has(k)) out.members.set(k, pe);
+    }
     for (const [k, c] of this.children) {
       const oc = o.children.get(k);
       if (!oc) continue;
@@ -200,8 +203,15 @@ export class FieldSet {
     return out;
   }
 
-  /** This set's members without `remove`, with `children` (the members shared when nothing is removed). */
-  private withoutMembers(remove: Map<string, PathElement>, children: Map<string, Child>): FieldSet {
+  /** This set's members without `o`'s, with `children` (the members shared when nothing is removed). */
+  private withoutMembers(o: FieldSet, children: Map<string, Child>): FieldSet {
+    if (o.memberCount() === 0) return this.withChildren(children);
+    // Two compact nodes (a re-apply of the same list): one walk of both sorted arrays, no Map.
+    if (this.items && o.items) {
+      const kept = sortedMerge(this.items, o.items, false);
+      return kept.length === this.items.length ? this.withChildren(children) : FieldSet.ofItems(kept, children);
+    }
+    const remove = o.members;
     let hit = false;
     for (const k of remove.keys()) {
       if (this.hasKey(k)) {
@@ -230,7 +240,7 @@ export class FieldSet {
       const d = oc ? c.set.difference(oc.set) : c.set;
       if (!d.empty()) children.set(k, d === c.set ? c : { pe: c.pe, set: d });
     }
-    return this.withoutMembers(o.members, children);
+    return this.withoutMembers(o, children);
   }
 
   /** Like difference, but a member of `o` also removes everything below it (reset fields). */
@@ -243,7 +253,7 @@ export class FieldSet {
       const d = oc ? c.set.recursiveDifference(oc.set) : c.set;
       if (!d.empty()) children.set(k, d === c.set ? c : { pe: c.pe, set: d });
     }
-    return this.withoutMembers(o.members, children);
+    return this.withoutMembers(o, children);
   }
 
   copy(): FieldSet {

@@ -34,3 +34,18 @@ export function* plainItemsWork(list: readonly unknown[]): Work<string[] | undef
   items.length = w;
   return items;
 }
+
+/**
+ * The items of sorted unique `a` that are (`keep` true) or are not (false) in sorted unique `b`:
+ * one walk of both, synchronous (a few milliseconds for 136,000 items).
+ */
+export function sortedMerge(a: readonly string[], b: readonly string[], keep: boolean): string[] {
+  const out: string[] = [];
+  let j = 0;
+  for (let i = 0; i < a.length; i++) {
+    const v = a[i]!;
+    while (j < b.length && b[j]! < v) j++;
+    if ((j < b.length && b[j] === v) === keep) out.push(v);
+  }
+  return out;
+}
