@@ -38,18 +38,18 @@ export class StoreWindowSink implements WindowSink {
     private readonly onJoined?: (tiers: JoinTier[]) => void,
     /**
      * Called when changes arrive, before they are recorded: the windows controller starts the git
-     * worker then (CommitEngine.warm), so that a worker that ended for being idle
-     * (src/git/worker.ts WORKER_IDLE_EXIT_MS) loads while the window waits out its idle seconds,
-     * not after it closes (~0.7 s of the first commit's time otherwise).
+     * worker of the target's repository then (CommitEngine.warm), so that a worker that ended for
+     * being idle (src/git/worker.ts WORKER_IDLE_EXIT_MS) loads while the window waits out its idle
+     * seconds, not after it closes (~0.7 s of the first commit's time otherwise).
      */
-    private readonly onAdd?: () => void,
+    private readonly onAdd?: (target: TargetKey) => void,
   ) {
     this.chunks = new WindowChunks(records.store, now);
   }
 
   async add(target: TargetKey, changes: PendingChange[]): Promise<void> {
     if (changes.length === 0) return;
-    this.onAdd?.();
+    this.onAdd?.(target);
     const gt = this.gitTarget(target);
     const policy = policyOf(gt);
     const route = routeOf(gt, this.attribution);
