@@ -96,12 +96,12 @@ export async function decodePatch(
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw status.badRequest('a merge patch must be a JSON object');
     }
-    return { apply: (current) => checkPatchedSizeInSlices(mergePatch(current, patch), limitBytes), warnings };
+    return { apply: (current) => checkPatchedSizeInSlices(mergePatch(current, patch), limitBytes, current), warnings };
   }
   if (kind === 'strategic') {
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw status.badRequest('a strategic merge patch must be a JSON object');
     // In slices: a patch of one long list takes long enough to delay everyone else otherwise.
-    return { apply: async (current) => checkPatchedSizeInSlices(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes), warnings };
+    return { apply: async (current) => checkPatchedSizeInSlices(await inSlices(strategicMergePatchWork(current, patch, mergeKeys)), limitBytes, current), warnings };
   }
   if (!Array.isArray(patch)) throw status.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPS) {

@@ -238,7 +238,9 @@ function explain(e: unknown, op: Operation, index: number): string {
 export async function applyJSONPatch(doc: unknown, patch: Operation[], limitBytes: number): Promise<unknown> {
   // The stored object is shared, never changed: operations copy what they write to (patch-sharing.ts).
   const shared = new SharedDocument(doc);
-  const base = await inSlices(sharedSizeWork(shared, doc, Infinity));
+  // The stored managedFields are the server's, not the patch's: not counted while the patch leaves
+  // them as they are (countedPart). Not remembered either: the root's remembered size must be its whole size.
+  const base = await inSlices(jsonSizeWork(countedPart(doc, doc), Infinity, shared.knownSize));
   // Operations hand their values to the document, which later operations change: every
   // application (a conflict retries it) starts from a fresh copy of the patch's values.
   const ops: Operation[] = [];
@@ -292,17 +294,49 @@ export async function applyJSONPatch(doc: unknown, patch: Operation[], limitByte
     }
   }
   // The result must fit the limit (shared values counted by their remembered size), then becomes
-  // ordinary objects in one pass: nothing is built for a result that does not fit.
-  if ((await inSlices(sharedSizeWork(shared, shared.root, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
-  const result = await inSlices(boundedCopyWork(shared.root, limitBytes, false));
+  // ordinary objects in one pass: nothing is built for a result that does not fit. managedFields
+  // left as stored are neither counted nor copied: the result keeps the stored array, as a merge
+  // patch's result does.
+  await checkPatchedSizeInSlices(shared.root, limitBytes, doc, shared);
+  const result = await inSlices(boundedCopyWork(countedPart(shared.root, doc), limitBytes, false));
   if (result.over) throw status.patchTooLarge(limitBytes, 'the patched object');
+  const kept = keptManagedFields(shared.root, doc);
+  if (kept !== undefined) (result.copy as { metadata: Record<string, unknown> }).metadata.managedFields = kept;
   return result.copy;
 }
 
-/** The result of a merge or strategic merge patch must still fit the body limit (it is what gets stored); in slices. */
-export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number): Promise<unknown> {
-  if ((await inSlices(jsonSizeWork(document, limitBytes))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
+/**
+ * Every patch's result must still fit the body limit (it is what gets stored); in slices.
+ * managedFields the patch left as stored (the very array of `current`: merge and strategic merge
+ * patches keep untouched members by reference, a JSON patch clones only what it writes to,
+ * patch-sharing.ts) are not counted: the server writes them, not the client, and for a list near
+ * the limit they are as large as the list itself, so counting them refused every later patch of
+ * an object the server had just stored, even a repeat of the patch that stored it
+ * (test/unit/patched-size.test.ts). `shared`: a JSON patch's document, whose shared values'
+ * sizes are remembered.
+ */
+export async function checkPatchedSizeInSlices(document: unknown, limitBytes: number, current?: unknown, shared?: SharedDocument): Promise<unknown> {
+  if ((await inSlices(jsonSizeWork(countedPart(document, current), limitBytes, shared?.knownSize))) > limitBytes) throw status.patchTooLarge(limitBytes, 'the patched object');
   return document;
+}
+
+/** `document.metadata.managedFields` when it is still `current`'s array (the patch left it as stored). */
+function keptManagedFields(document: unknown, current: unknown): unknown[] | undefined {
+  const meta = (document as { metadata?: Record<string, unknown> } | null)?.metadata;
+  const before = (current as { metadata?: Record<string, unknown> } | null)?.metadata;
+  if (!meta || typeof meta !== 'object' || !before || typeof before !== 'object') return undefined;
+  const kept = meta.managedFields;
+  return Array.isArray(kept) && kept === before.managedFields ? kept : undefined;
+}
+
+/**
+ * What of a patch's result counts against the limit: the result with managedFields left as stored
+ * replaced by an empty list, in their place (so a copy of it keeps metadata's key order).
+ */
+function countedPart(document: unknown, current: unknown): unknown {
+  if (keptManagedFields(document, current) === undefined) return document;
+  const { metadata } = document as { metadata: Record<string, unknown> };
+  return { ...(document as Record<string, unknown>), metadata: { ...metadata, managedFields: [] } };
 }
 
 /** RFC 7386 JSON merge patch (depth is bounded by the decoder's nesting limit). */

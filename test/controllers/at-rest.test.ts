@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { startRedis } from '../support/redis.js';
 import { startServer, ns } from '../support/server.js';
 import { until } from '../support/deadline.js';
+import { createMirror, seedTenants } from '../support/tenants.js';
 
 /** Calls per command so far (INFO commandstats). */
 async function commandCalls(redis: Redis): Promise<Record<string, number>> {
@@ -42,17 +43,8 @@ test('Ready GitTargets at rest: no Redis reads or writes but one membership hear
     await redisServer.stop();
   });
 
-  const created = async (path: string, body: unknown) => assert.equal((await server.request('POST', path, { body })).status, 201, path);
-  for (const name of TENANTS) {
-    await created('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-    await created(`/api/v1/namespaces/${name}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app', namespace: name }, data: { k: 'v' } });
-    await created(ns(name), {
-      apiVersion: 'configbutler.ai/v1alpha1',
-      kind: 'GitTarget',
-      metadata: { name: 'mirror', namespace: name },
-      spec: { repository: { url: `local:${name}` }, branch: 'main', path: '.', resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: [name] }], commit: { idleSeconds: 1 } },
-    });
-  }
+  await seedTenants(server, TENANTS);
+  for (const name of TENANTS) await createMirror(server, name);
   const rvs = async () => Promise.all(TENANTS.map(async (name) => (await server.get(`${ns(name)}/mirror`)).body));
   await until(
     async () =>

@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { startRedis } from '../support/redis.js';
 import { startServer, ns } from '../support/server.js';
 import { until } from '../support/deadline.js';
+import { createMirror, seedTenants } from '../support/tenants.js';
 
 const WINDOWS_LOG = 'log:internal.configbutler.ai/commitwindows';
 const WINDOWS_OBJECTS = 'obj:internal.configbutler.ai/commitwindows';
@@ -39,15 +40,8 @@ test('an edit costs three window record writes and at most four consistent reads
     await redisServer.stop();
   });
 
-  const created = async (path: string, body: unknown) => assert.equal((await server.request('POST', path, { body })).status, 201, path);
-  await created('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team' } });
-  await created('/api/v1/namespaces/team/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app', namespace: 'team' }, data: { k: 'v0' } });
-  await created(ns('team'), {
-    apiVersion: 'configbutler.ai/v1alpha1',
-    kind: 'GitTarget',
-    metadata: { name: 'mirror', namespace: 'team' },
-    spec: { repository: { url: 'local:team' }, branch: 'main', path: '.', resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: ['team'] }], commit: { idleSeconds: 1 } },
-  });
+  await seedTenants(server, ['team'], { k: 'v0' });
+  await createMirror(server, 'team');
   const target = async () => (await server.get(`${ns('team')}/mirror`)).body;
   let sha = '';
   await until(async () => {

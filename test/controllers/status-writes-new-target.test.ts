@@ -6,8 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedis } from '../support/redis.js';
-import { startServer, ns, watch, GV } from '../support/server.js';
+import { startServer, watch, GV } from '../support/server.js';
 import { waitMs } from '../support/deadline.js';
+import { createMirror, seedTenants } from '../support/tenants.js';
 
 const TENANTS = ['fresh-a', 'fresh-b', 'fresh-c', 'fresh-d'];
 
@@ -36,24 +37,13 @@ test(`a new GitTarget takes ${WRITES_UNTIL_READY} status writes to Ready, none o
     await server.stop();
     await redisServer.stop();
   });
-  const created = async (path: string, body: unknown) => assert.equal((await server.request('POST', path, { body })).status, 201, path);
-  for (const name of TENANTS) {
-    await created('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-    await created(`/api/v1/namespaces/${name}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app', namespace: name }, data: { k: 'v' } });
-  }
+  await seedTenants(server, TENANTS);
   const rv = (await server.get(`${GV}/gittargets`)).body.metadata.resourceVersion;
   const events = await watch(server, `${GV}/gittargets?watch=true&resourceVersion=${rv}`);
   t.after(() => events.close());
   const updates = async () => Number(/^apiserver_request_total\{verb="update",resource="gittargets",code="200"\} (\d+)$/m.exec((await server.get('/metrics')).text)?.[1] ?? 0);
   const updatesBefore = await updates();
-  for (const name of TENANTS) {
-    await created(ns(name), {
-      apiVersion: 'configbutler.ai/v1alpha1',
-      kind: 'GitTarget',
-      metadata: { name: 'mirror', namespace: name },
-      spec: { repository: { url: `local:${name}` }, branch: 'main', path: '.', resources: [{ group: '', version: 'v1', resource: 'configmaps', namespaces: [name] }], commit: { idleSeconds: 1 } },
-    });
-  }
+  for (const name of TENANTS) await createMirror(server, name);
 
   // Every version of every GitTarget until all are Ready with their snapshot committed, then 3 s
   // more: a write after Ready is a write too.

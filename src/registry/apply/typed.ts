@@ -331,20 +331,39 @@ export function* mergeWork(lhs: unknown, rhs: unknown, shape: Shape, path: Path 
 function* mergeListItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Path): Work<unknown[]> {
   // Every lookup below is a Map/Set access by serialized element and the shared keys are walked
   // with an index: O(n) in the two lists' lengths (a `shift()` or `indexOf` per item was O(n²)).
-  const rPEs = rhs.map((item, i) => itemElement(s, item, path, i));
+  // Each pass yields every few hundred items: as one step, the passes over a re-applied list of
+  // 136,000 finalizers held the event loop for 0.7-1 s on a loaded machine
+  // (test/security/http-list-attacks.test.ts, the server-side apply's /healthz bound).
+  const rPEs: PathElement[] = new Array(rhs.length);
+  for (let i = 0; i < rhs.length; i++) {
+    rPEs[i] = itemElement(s, rhs[i], path, i);
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+  }
   const rObserved = new Map<string, unknown>();
   const rIndex = new Map<string, number>();
-  rPEs.forEach((pe, i) => {
+  for (let i = 0; i < rPEs.length; i++) {
+    const pe = rPEs[i]!;
     const k = serialize(pe);
     if (rObserved.has(k)) throw new ApplyValueError(`${pathString(path)}[${i}]`, 'Duplicate', `duplicate entries for key ${pathString([pe])}`, rhs[i]);
     rObserved.set(k, rhs[i]);
     rIndex.set(k, i);
-  });
-  const lKeys = lhs.map((item, i) => serialize(itemElement(s, item, path, i)));
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+  }
+  const lKeys: string[] = new Array(lhs.length);
   const lObserved = new Map<string, unknown>();
-  lKeys.forEach((k, i) => lObserved.set(k, lObserved.has(k) ? null : lhs[i]));
+  for (let i = 0; i < lhs.length; i++) {
+    const k = serialize(itemElement(s, lhs[i], path, i));
+    lKeys[i] = k;
+    lObserved.set(k, lObserved.has(k) ? null : lhs[i]);
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+  }
+  const shared: string[] = [];
+  let visited = 0;
+  for (const k of rIndex.keys()) {
+    if (lObserved.has(k)) shared.push(k);
+    if ((++visited & YIELD_MASK) === YIELD_MASK) yield;
+  }
   const rKeys = [...rIndex.keys()];
-  const shared = rKeys.filter((k) => lObserved.has(k));
   let sharedAt = 0;
   let nextShared = shared[sharedAt++];
   const merged = new Set<string>();

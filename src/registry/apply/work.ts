@@ -105,20 +105,33 @@ export function* deepEqualWork(a: unknown, b: unknown): Work<boolean> {
     }
     return true;
   }
+  // Two wide fieldsV1 nodes with the same text (src/storage/known-json.ts) are equal: no walk.
+  const text = knownJSON(a);
+  if (text !== undefined && text === knownJSON(b)) return true;
   const ao = a as Record<string, unknown>;
   const bo = b as Record<string, unknown>;
-  const ka = Object.keys(ao).filter((k) => ao[k] !== undefined);
-  const kb = Object.keys(bo).filter((k) => bo[k] !== undefined);
-  if (ka.length !== kb.length) return false;
+  // The keys whose value is defined are counted while they are compared, not filtered first: two
+  // filters over the 136,000 keys of a fieldsV1 node held the event loop for 100-300 ms.
+  const ka = Object.keys(ao);
   yield;
+  let defined = 0;
   for (let i = 0; i < ka.length; i++) {
     const k = ka[i]!;
     const x = ao[k];
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    if (x === undefined) continue;
+    defined++;
     const y = bo[k];
     if (x !== y && !(yield* same(x, y))) return false;
+  }
+  // Every defined key of `a` has its equal in `b`: equal when `b` has no other defined key.
+  const kb = Object.keys(bo);
+  yield;
+  for (let i = 0; i < kb.length; i++) {
+    if (bo[kb[i]!] !== undefined) defined--;
     if ((i & YIELD_MASK) === YIELD_MASK) yield;
   }
-  return true;
+  return defined === 0;
 }
 
 /** cloneWork run in slices. */
