@@ -104,7 +104,7 @@ export const RETIRED = 'x-reverser-retired';
  * fail loudly instead of being pruned while the object stays Ready.
  */
 function* retiredFields(schema: Schema | undefined, value: unknown, path: string, out: FieldError[]): Walk<void> {
-  if (!schema || value === null || value === undefined) return;
+  if (!schema || value === null || value === undefined || !holdsRetired(schema)) return;
   if (typeof schema[RETIRED] === 'string') {
     out.push(forbiddenField(path, `field is retired: ${schema[RETIRED]}`));
     return;
@@ -123,6 +123,21 @@ function* retiredFields(schema: Schema | undefined, value: unknown, path: string
   for (const [key, child] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
     if (key in (value as object)) yield* retiredFields(child, (value as any)[key], joinPath(path, key), out);
   }
+}
+
+/**
+ * Whether `schema` or a schema below it marks a retired field, computed once per schema: most hold
+ * none (a ConfigMap's, today every one), and walking every written object for nothing was ~1% of
+ * the main thread's time per edit (bench/scale profile).
+ */
+const retiredBelow = new WeakMap<object, boolean>();
+function holdsRetired(schema: Schema): boolean {
+  let known = retiredBelow.get(schema);
+  if (known !== undefined) return known;
+  retiredBelow.set(schema, false); // a recursive schema meets itself: nothing new below
+  known = typeof schema[RETIRED] === 'string' || (schema.items !== undefined && holdsRetired(schema.items as Schema)) || Object.values((schema.properties ?? {}) as Record<string, Schema>).some((s) => holdsRetired(s));
+  retiredBelow.set(schema, known);
+  return known;
 }
 
 function instanceToField(instancePath: string): string {

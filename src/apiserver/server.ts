@@ -22,6 +22,7 @@ import { DEFAULT_CONNECTION_LIMITS, NO_ROUTE_SCHEMAS, clientErrorHandler, connec
 import { BadClusterError, parseRequestInfo, type RequestInfo } from './request-info.js';
 import { send, sendStatus } from './respond.js';
 import type { HandlerContext, ServerState } from './handlers/context.js';
+import { BOOKMARK_INTERVAL_MS } from './handlers/watch.js';
 import type { WriteObserver } from './write-observer.js';
 import { reviewOf, serveReview } from './reviews.js';
 import { handleGet, handleLegacyWatch, handleList } from './handlers/read.js';
@@ -60,6 +61,8 @@ export interface ServerConfig {
   /** Without the sandbox: the hosting cluster's NamespaceLifecycle admission (src/admission/namespace-lifecycle.ts). */
   namespaceAdmission?: RegistriesOptions['namespaceAdmission'];
   minRequestTimeoutSeconds?: number;
+  /** How often an idle watch gets a BOOKMARK (default: handlers/watch.ts BOOKMARK_INTERVAL_MS). */
+  watchBookmarkIntervalMs?: number;
   healthChecks?: HealthCheck[];
   metrics?: ServerMetrics;
   /** Connection timeouts and the HTTP/2 stream cap (defaults: DEFAULT_CONNECTION_LIMITS). */
@@ -96,6 +99,7 @@ export async function buildServer(cfg: ServerConfig): Promise<BuiltServer> {
     log,
     shuttingDown: new Promise<void>((r) => (signalShutdown = r)),
     minRequestTimeoutSeconds: cfg.minRequestTimeoutSeconds ?? 1800,
+    watchBookmarkIntervalMs: cfg.watchBookmarkIntervalMs ?? BOOKMARK_INTERVAL_MS,
     metrics,
     maxRequestBytes,
   };

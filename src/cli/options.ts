@@ -58,6 +58,7 @@ const SERVE_FLAGS: Flag[] = [
   { name: 'max-tls-handshakes', description: 'TLS handshakes in progress at once over all client addresses; further connections wait their turn, addresses taking turns (closed if still waiting after --tls-handshake-timeout). 0: no bound.', default: '64' },
   { name: 'http2-max-streams-per-connection', description: 'Concurrent streams an HTTP/2 client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).', default: '1000' },
   { name: 'min-request-timeout', description: 'Seconds a watch lasts at least when the client sets no timeoutSeconds (randomised up to twice that).', default: '1800' },
+  { name: 'watch-bookmark-interval', description: 'How often a watch with allowWatchBookmarks that was sent nothing gets a BOOKMARK while the resourceVersion moves (Go duration; kube-apiserver sends one about every minute), and once more when the watch times out.', default: '1m' },
   { name: 'committer-name', description: 'Committer name of every commit the server makes (authors are the people).', default: DEFAULT_COMMITTER_NAME },
   { name: 'committer-email', description: 'Committer email of every commit the server makes.', default: DEFAULT_COMMITTER_EMAIL },
   { name: 'person-trailers', description: `Comma-separated trailer keys that name a person, besides ${DEFAULT_PERSON_TRAILERS.join(', ')}: a CommitRequest message naming someone else in one needs assert-author.` },
@@ -214,6 +215,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
   const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
+  const watchBookmarkIntervalMs = duration('watch-bookmark-interval', 1_000, 3_600_000);
   let replicas: ReplicaOptions;
   try {
     replicas = parseReplicaFlags(values, parseDuration);
@@ -283,6 +285,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     kubeconfig: values['kubeconfig'],
     kcpServerURL: auth.authz.hosting?.kcpServerURL ?? auth.authn.hosting?.kcpServerURL,
     minRequestTimeoutSeconds,
+    watchBookmarkIntervalMs,
     maxRequestBytes,
     quotas,
     connections,

@@ -33,6 +33,8 @@ export interface ServeOptions {
   /** --kcp-server-url: where a logical cluster's workspace is (its default mirror source and kubeconfig Secrets). */
   kcpServerURL?: string;
   minRequestTimeoutSeconds: number;
+  /** --watch-bookmark-interval (src/apiserver/handlers/watch.ts); default BOOKMARK_INTERVAL_MS. */
+  watchBookmarkIntervalMs?: number;
   maxRequestBytes: number;
   /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
   quotas: GitTargetQuotas;

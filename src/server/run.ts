@@ -105,6 +105,7 @@ export async function run(c: CompletedConfig, log: Logger, releaseLock: () => vo
     namespaceLifecycle: opts.sandbox ? { rootCAPem: c.tls.rootCAPem } : undefined,
     namespaceAdmission: namespaceAdmission?.admit,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     metrics,
     healthChecks: opts.registration.enabled
       ? [{ name: 'apiservice-registration', check: () => undefined, info: () => registration?.registrar.healthInfo() }]

@@ -81,6 +81,10 @@ export class ResourceCache {
   get watcherCount(): number {
     return this.watchers.size;
   }
+  /** Watchers looked at by the fan-out of every event so far (watchers.ts; tests count the work per write). */
+  get watchersExamined(): number {
+    return this.watchers.examined;
+  }
   /** Watchers that take progress notifications (bookmarks): the only reason to tick for this resource. */
   get progressWatcherCount(): number {
     return this.watchers.progressCount;

@@ -111,9 +111,10 @@ export interface WatchCallbacks {
    * Progress notification: the watcher has every event up to `rv`, and heard nothing for an
    * interval. Sent once per interval at most, and only when `rv` moved past what the watcher last
    * got (an event or a notification): an idle store costs its watchers nothing. Returning false
-   * (not used yet, e.g. a bookmark not due) asks for it again at the next tick.
+   * (not used yet, e.g. a bookmark not due) asks for it again at the next tick; a number, not before
+   * that many ms (a bookmark due in a minute is not asked about every second, watchers.ts).
    */
-  onProgress?(rv: number): void | boolean;
+  onProgress?(rv: number): void | boolean | number;
   /** The watch ended from the store's side (backend lost); the client must re-list. */
   onClose?(reason: StorageError): void;
 }

@@ -120,3 +120,19 @@ test('a new repository gets only the loose-object directories its objects need, 
   await git(gitdir, 'fsck', '--strict', '--no-dangling');
   assert.equal((await git(gitdir, 'log', '--format=%s', 'main')).trim(), 'b\na');
 });
+
+test('a branch under a new prefix gets its ref directory when its first push finds it missing; later pushes reuse it', { timeout: 30_000 }, async (t) => {
+  const dir = dataDir(t);
+  const engine = new GitEngine({ dataDir: dir });
+  const push = (branch: string, v: string) => engine.commit({ repository: { url: 'local:prefixed' }, branch, folder: '.', changes: [{ op: 'write', object: configMap('cm', 'ns', { v }) }], author: alice, message: v });
+  assert.equal((await push('main', 'a')).outcome, 'Committed');
+  assert.equal((await push('team/feature/x', 'b')).outcome, 'Committed');
+  assert.equal((await push('team/feature/x', 'c')).outcome, 'Committed');
+  const gitdir = join(dir, 'git', 'prefixed.git');
+  // pack-refs --prune removes the loose refs and their emptied directories: the next push makes them again.
+  await git(gitdir, 'pack-refs', '--all', '--prune');
+  assert.equal((await push('team/feature/x', 'd')).outcome, 'Committed');
+  assert.equal((await git(gitdir, 'for-each-ref', '--format=%(refname) %(subject)')).trim(), 'refs/heads/main a\nrefs/heads/team/feature/x d');
+  assert.equal((await git(gitdir, 'log', '--format=%s', 'team/feature/x')).trim(), 'd\nc\nb\na');
+  await git(gitdir, 'fsck', '--strict', '--no-dangling');
+});

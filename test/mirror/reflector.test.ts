@@ -68,7 +68,8 @@ function recorder(opts: { failOnce?: (type: string, o: KubeObject) => boolean } 
 }
 
 before(async () => {
-  server = await startServer(['--event-log-retention', '5', '--controllers=none']);
+  // Bookmarks every second (the default is a minute): the resume-point test waits for one.
+  server = await startServer(['--event-log-retention', '5', '--controllers=none', '--watch-bookmark-interval=1s']);
   const kc = new KubeConfig();
   kc.loadFromFile(server.kubeconfig);
   client = new SourceClient(kc);

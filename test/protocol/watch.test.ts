@@ -9,7 +9,8 @@ import { EventReader, GV, TABLE_ACCEPT, gitTarget, ns, startServer, watch, type 
 const RETENTION = 60;
 let server: StartedServer;
 before(async () => {
-  server = await startServer([`--event-log-retention=${RETENTION}`]);
+  // Bookmarks every second here (the default is a minute, test/protocol/watch-bookmarks.test.ts), so 99 sees them within its waits.
+  server = await startServer([`--event-log-retention=${RETENTION}`, '--watch-bookmark-interval=1s']);
 });
 after(() => server?.stop());
 

@@ -15,6 +15,8 @@ export interface ServerState {
   shuttingDown: Promise<void>;
   /** Watch timeout when the client gives none (seconds, randomised per watch like kube-apiserver). */
   minRequestTimeoutSeconds: number;
+  /** How often a watch that was sent nothing gets a BOOKMARK while the resourceVersion moves (handlers/watch.ts). */
+  watchBookmarkIntervalMs: number;
   metrics: ServerMetrics;
   /** Largest request body and largest object a patch may produce, in bytes. */
   maxRequestBytes: number;

@@ -13,11 +13,15 @@ import { listItems } from './list-items.js';
 import { jsonOf } from '../respond.js';
 
 /**
- * How often an idle watch (nothing sent for this long) gets a BOOKMARK, whatever its selector drops:
- * the store's progress ticker runs at this interval, and an event this handler drops does not count
- * as sent there (onEvent returns false).
+ * How often an idle watch (nothing sent for this long) gets a BOOKMARK, whatever its selector drops
+ * (an event this handler drops does not count as sent: onEvent returns false), by default: about
+ * once a minute, as kube-apiserver's watch cache (defaultBookmarkFrequency), and once more when the
+ * watch times out, so the client resumes from a recent resourceVersion. Every second, it was one
+ * bookmark per watch per second while anything was written: with a watch per tenant namespace
+ * (each GitTarget's mirror of the sandbox), 10,000 bookmarks a second at 10,000 tenants, most of
+ * the main thread's time per edit (bench/scale). `--watch-bookmark-interval` sets it.
  */
-export const BOOKMARK_INTERVAL_MS = 1000;
+export const BOOKMARK_INTERVAL_MS = 60_000;
 
 /** Bytes a watch may have queued for a client that does not read before the server ends it. */
 export const MAX_UNFLUSHED_BYTES = 32 * 1024 * 1024;
@@ -56,6 +60,8 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   let lastRV = fromRV;
   let sentRV = fromRV;
   let sentAt = Date.now();
+  /** When the watch times out (epoch ms), set once it follows the store. */
+  let endsAt = Infinity;
   let sentColumns = false;
   let handle: WatchHandle | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -98,12 +104,21 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
     sentRV = rvNow;
     sentAt = Date.now();
   };
-  /** False when a bookmark would be due but is not yet (sent too recently): the store asks again. */
-  const bookmarkIfDue = (): boolean => {
+  /**
+   * When a bookmark is not due yet (sent too recently), the ms until the store should ask again: when
+   * it is due, or 2 s before the watch's timeout, whichever is first (from then on every tick, so the
+   * timeout's bookmark carries a recent position; false asks at the next tick).
+   */
+  const bookmarkIfDue = (): boolean | number => {
     if (closed || !opts.allowWatchBookmarks || lastRV <= sentRV) return true;
-    if (Date.now() - sentAt < BOOKMARK_INTERVAL_MS) return false;
-    bookmark(lastRV);
-    return true;
+    const now = Date.now();
+    const dueIn = sentAt + h.state.watchBookmarkIntervalMs - now;
+    if (dueIn <= 0) {
+      bookmark(lastRV);
+      return true;
+    }
+    const untilLastTicks = endsAt - 2_000 - now;
+    return untilLastTicks > 0 ? Math.min(dueIn, untilLastTicks) : false;
   };
   raw.on('drain', () => (unflushed = 0));
   raw.on('close', finish);
@@ -171,7 +186,14 @@ export async function serveWatch(h: HandlerContext, opts: ListOptions): Promise<
   if (closed) handle.stop();
   // No timer per watch: the store's progress ticker (one per process) drives the bookmarks, and
   // events dropped here leave the watch due for it (onEvent's false).
-  timer = setTimeout(finish, watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds));
+  // At the timeout, a last BOOKMARK with the position reached (kube-apiserver sends one just before
+  // the deadline): the client's next watch resumes from there, not from a minute-old bookmark.
+  const lasts = watchTimeoutMs(opts.timeoutSeconds, h.state.minRequestTimeoutSeconds);
+  endsAt = Date.now() + lasts;
+  timer = setTimeout(() => {
+    if (!closed && opts.allowWatchBookmarks && lastRV > sentRV) bookmark(lastRV);
+    finish();
+  }, lasts);
   void h.state.shuttingDown.then(finish);
 }
 

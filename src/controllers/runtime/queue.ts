@@ -5,8 +5,16 @@
 // record writes come back as events and would otherwise retry a failing key at once, over and over —
 // and only reset() (a user's spec change, a deletion) ends it early. Failures are logged once per
 // state change (a new error, then the recovery), not once per attempt.
+// A run that goes on to wait for other work (a commit in the git engine) can leave its concurrency
+// slot (detach()): the key stays in progress, so it still runs once at a time, but the keys queued
+// behind it do not wait for that work too (controllers/windows/controller.ts).
 import type { Logger } from '../../metrics/logger.js';
 import { realClock, type Clock, type ClockTimer } from './clock.js';
+
+/** Given to each run: detach() stops counting it against `concurrency` (once; the key stays in progress). */
+export interface RunSlot {
+  detach(): void;
+}
 
 export interface QueueResult {
   /** Process the key again after this long (a timer the controller needs, e.g. an idle window). */
@@ -39,12 +47,14 @@ export class WorkQueue {
   /** Keys reset() while being processed: their next run comes right after, whatever the outcome. */
   private readonly resetWhileActive = new Set<string>();
   private running = 0;
+  /** Runs that left their slot (detach) and have not finished. */
+  private detached = 0;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
   private readonly clock: Clock;
 
   constructor(
-    private readonly process: (key: string) => Promise<QueueResult | void>,
+    private readonly process: (key: string, slot: RunSlot) => Promise<QueueResult | void>,
     private readonly opts: WorkQueueOptions,
   ) {
     this.clock = opts.clock ?? realClock;
@@ -105,9 +115,14 @@ export class WorkQueue {
     return this.ready.length;
   }
 
+  /** Runs in progress that left their slot (tests). */
+  get detachedRuns(): number {
+    return this.detached;
+  }
+
   /** Resolves when nothing is queued or running (tests, shutdown). */
   drained(): Promise<void> {
-    if (this.ready.length === 0 && this.running === 0) return Promise.resolve();
+    if (this.ready.length === 0 && this.running === 0 && this.detached === 0) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
@@ -130,14 +145,24 @@ export class WorkQueue {
       this.running++;
       void this.run(key);
     }
-    if (this.running === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.running === 0 && this.detached === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private async run(key: string): Promise<void> {
     let retryAfter: number | undefined;
     let failed = false;
+    let detached = false;
+    const slot: RunSlot = {
+      detach: () => {
+        if (detached) return;
+        detached = true;
+        this.running--;
+        this.detached++;
+        this.pump();
+      },
+    };
     try {
-      const r = await this.process(key);
+      const r = await this.process(key, slot);
       const n = this.failures.get(key);
       this.failures.delete(key);
       if (this.lastError.delete(key)) this.opts.log?.info(`${this.opts.name}: reconcile succeeded again`, { key, failedAttempts: n });
@@ -155,7 +180,8 @@ export class WorkQueue {
       }
     } finally {
       this.active.delete(key);
-      this.running--;
+      if (detached) this.detached--;
+      else this.running--;
     }
     const reset = this.resetWhileActive.delete(key);
     // Events that came while a failing key was processed are (with holdBackoff) its own writes:

@@ -11,7 +11,7 @@
 import type { CommitEngine, GitCredentials } from '../../git/index.js';
 import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject, Store } from '../../storage/types.js';
-import { Informer, clusterOf, keyOf, movedKeys, realClock, WorkQueue, type Clock, type LeaseKeeper, targetLeaseName, type QueueResult } from '../runtime/index.js';
+import { Informer, Permits, clusterOf, keyOf, movedKeys, realClock, WorkQueue, type Clock, type LeaseKeeper, targetLeaseName, type QueueResult, type RunSlot } from '../runtime/index.js';
 import type { ControllerMetrics } from '../metrics.js';
 import { routeOf, type AttributionConfig, type JoinTier } from '../../attribution/join.js';
 import { updateStatus } from '../status.js';
@@ -31,14 +31,22 @@ import type { TargetKey } from './types.js';
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
 
 /**
- * GitTargets reconciled at once. A reconcile mostly waits (store round trips, the git worker
- * pool), so with a handful of slots every tenant queued behind the few commits in progress: with
- * 4, eight GitTargets on a remote that never answers held a ninth tenant's commit for 14 s
- * (test/controllers/windows-parallel.test.ts). One key still runs once at a time
- * (runtime/queue.ts), so a GitTarget's windows stay in order, and commits to one repository are
- * serialized by the git worker that owns it.
+ * GitTargets reconciled at once, not counting their commits (below). A reconcile mostly waits
+ * (store round trips), so with a handful of slots every tenant queued behind the few in progress.
+ * One key still runs once at a time (runtime/queue.ts), so a GitTarget's windows stay in order,
+ * and commits to one repository are serialized by the git worker that owns it.
  */
 export const WINDOWS_CONCURRENCY = 64;
+
+/**
+ * Commits in flight at once. A commit leaves the queue's slot once its window is closed
+ * (runtime/queue.ts detach): when commits held the slots, 50 edits a second over 1,000 tenants kept
+ * ~70 commits in flight (a second or more each in the git engine) and a window whose idle time was
+ * up waited p50 4.9 s for a slot (bench/scale, "idle timer → window closed"). With 4 slots for
+ * everything, eight GitTargets on a remote that never answers held a ninth tenant's commit for 14 s
+ * (test/controllers/windows-parallel.test.ts).
+ */
+export const WINDOWS_COMMITS_IN_FLIGHT = 256;
 export { LEASE_RETRY_MS };
 
 export interface WindowsControllerDeps {
@@ -79,6 +87,7 @@ export class WindowsController {
   private readonly unsubscribeFacts?: () => void;
   /** Keys whose window record (as cached) has changes waiting for their author: the ones a fact may move. */
   private readonly staged = new Set<string>();
+  private readonly commitPermits = new Permits(WINDOWS_COMMITS_IN_FLIGHT);
 
   constructor(private readonly deps: WindowsControllerDeps) {
     this.clock = deps.clock ?? realClock;
@@ -104,7 +113,7 @@ export class WindowsController {
     this.commits = new WindowCommits({ ...deps, records: this.records, sink: this.sink, clock: this.clock, writeTargetStatus: (gt, s) => this.writeTargetStatus(gt, s) });
     this.windows = new Informer(deps.store, WINDOWS_RESOURCE, { log: deps.log });
     // A failed commit's backoff holds against our own status and record writes (backoff.ts).
-    this.queue = new WorkQueue((k) => this.reconcile(k), { name: 'windows', concurrency: WINDOWS_CONCURRENCY, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
+    this.queue = new WorkQueue((k, slot) => this.reconcile(k, slot), { name: 'windows', concurrency: WINDOWS_CONCURRENCY, log: deps.log, holdBackoff: true, backoff: commitBackoff, clock: this.clock });
     deps.gitTargets.on({
       upsert: (o, old) => {
         const key = keyOf(o, clusterOf(o));
@@ -167,7 +176,7 @@ export class WindowsController {
     await this.queue.stop();
   }
 
-  private async reconcile(key: string): Promise<QueueResult | void> {
+  private async reconcile(key: string, slot: RunSlot): Promise<QueueResult | void> {
     this.deps.metrics?.reconciles.inc({ controller: 'windows' });
     if (!this.deps.gitTargets.hasSynced || !this.windows.hasSynced) return { requeueAfterMs: UNSYNCED_RETRY_MS };
     const gt = this.deps.gitTargets.get(key);
@@ -175,7 +184,7 @@ export class WindowsController {
     const target = targetKeyOf(gt);
     if (isSuspended(gt)) return;
     const route = this.routeOf(gt);
-    const result = await this.work(key, gt, target, route);
+    const result = await this.work(key, gt, target, route, slot);
     const recheckAt = await this.audit.write(key, gt, target, route, (fn) => this.patchConditions(gt, fn));
     return withRecheck(result, recheckAt, this.clock.now());
   }
@@ -189,7 +198,7 @@ export class WindowsController {
   }
 
   /** Performs nextStep (decisions.ts) for one GitTarget: lease, staging, expired requests, close, commit, requeue. */
-  private async work(key: string, gt: KubeObject, target: TargetKey, route: string | undefined): Promise<QueueResult | void> {
+  private async work(key: string, gt: KubeObject, target: TargetKey, route: string | undefined, slot: RunSlot): Promise<QueueResult | void> {
     const leaseName = targetLeaseName(target);
     // The lease is taken only while there is work: an idle GitTarget costs no lease writes.
     let rec = (this.windows.get(key) as WindowRecord | undefined) ?? (await this.records.get(target));
@@ -245,14 +254,25 @@ export class WindowsController {
         return { requeueAfterMs: step.requeueAfterMs };
       case 'close': {
         const closed = await this.records.mutate(target, (r) => closeFirst(r, step.seq, step.reason, now));
-        await this.commits.commitFirst(gt, target, lease.check, closed);
+        await this.commitDetached(slot, () => this.commits.commitFirst(gt, target, lease.check, closed));
         break;
       }
       case 'commit':
-        await this.commits.commitFirst(gt, target, lease.check);
+        await this.commitDetached(slot, () => this.commits.commitFirst(gt, target, lease.check));
     }
     // More windows may be due: look again right away.
     this.queue.add(key);
+  }
+
+  /** A commit, outside the queue's slots (the key stays in progress) and within WINDOWS_COMMITS_IN_FLIGHT. */
+  private async commitDetached(slot: RunSlot, commit: () => Promise<void>): Promise<void> {
+    slot.detach();
+    const release = await this.commitPermits.take();
+    try {
+      await commit();
+    } finally {
+      release();
+    }
   }
 
   /**
