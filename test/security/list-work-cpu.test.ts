@@ -144,9 +144,10 @@ test('one write of a 3 MiB list lists no wide object and costs a bounded multipl
   );
   // The status write's list work is gone (52x before, 6-12x after at load 8-12): held to 30x. The
   // create paths still walk the list a few times on purpose (parse, field set, fieldsV1, validation,
-  // log line, answer): 48-90x at load 8-12 before the compact node, 33-34x after at load 13
-  // (JSON.parse 13 ms), held to 70x; the counts above are their sharp check.
+  // log line, answer): 48-90x at load 8-12 before the compact node, 16-43x after at load 4-13
+  // (the median JSON.parse itself varies from 8 to 23 ms), held to 90x; the counts above are their
+  // sharp check.
   assert.ok(ratio(min.status) <= 30, `status write: ${min.status.toFixed(0)} ms, ${ratio(min.status).toFixed(0)}x JSON.parse`);
-  assert.ok(ratio(min.apply) <= 70, `server-side apply: ${min.apply.toFixed(0)} ms, ${ratio(min.apply).toFixed(0)}x JSON.parse`);
-  assert.ok(ratio(min.dryRun) <= 70, `dry-run create: ${min.dryRun.toFixed(0)} ms, ${ratio(min.dryRun).toFixed(0)}x JSON.parse`);
+  assert.ok(ratio(min.apply) <= 90, `server-side apply: ${min.apply.toFixed(0)} ms, ${ratio(min.apply).toFixed(0)}x JSON.parse`);
+  assert.ok(ratio(min.dryRun) <= 90, `dry-run create: ${min.dryRun.toFixed(0)} ms, ${ratio(min.dryRun).toFixed(0)}x JSON.parse`);
 });
