@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { agentFor, fmt, quantile, request, type Target } from '../common/load.js';
 import { cleanup, freePort, rssMiB, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
-import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls, threadCpuMs as cpuByThreadName } from '../common/cpu.js';
+import { commandDelta, cpuMeter, processCpuMs, redisCommandCalls } from '../common/cpu.js';
 import { beginRun, machineFacts, spread } from '../common/results.js';
 import { createTenantSource, createTenantTarget, describeNotReady, gitTarget, pool, readyCount, retried, tenantNs, GV } from './tenants.js';
 import { benchIdle } from '../api/idle.js';
@@ -224,19 +224,18 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const c0 = await redisCommandCalls(redis);
     const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
     const meter = cpuMeter({ server: child.pid, redis: redisPid });
-    const threads0 = cpuByThreadName(child.pid);
+    // By thread: every thread of node is named "node" (the git workers and V8's helpers too), so
+    // the main thread is told apart by its id (= the pid) and the rest is the process's total
+    // minus it (a git worker that ends within the window takes its own counter with it).
+    const main0 = threadCpuMs(child.pid).main;
+    const tasks0 = readdirSync(`/proc/${child.pid}/task`).length;
     const m0 = performance.now();
     await sleep(MEASURE_MS);
     const cpu = meter.delta();
     const ms = performance.now() - m0;
-    const threads1 = cpuByThreadName(child.pid);
-    // Which threads of the server burnt it (main thread "node", the git worker, V8's and libuv's).
-    const byThread = Object.entries(threads1)
-      .map(([k, v]) => [k, v - (threads0[k] ?? 0)] as const)
-      .filter(([, v]) => v > 0)
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, v]) => `${k} ${fmt((100 * v) / ms, 2)}%`)
-      .join(', ');
+    const mainMs = threadCpuMs(child.pid).main - main0;
+    const tasks1 = readdirSync(`/proc/${child.pid}/task`).length;
+    const byThread = `main thread ${fmt((100 * mainMs) / ms, 2)}%, other threads ${fmt((100 * (cpu.server! - mainMs)) / ms, 2)}%; threads ${tasks0} → ${tasks1}`;
     const cmds = commandDelta(c0, await redisCommandCalls(redis));
     const cmdRate = Object.values(cmds).reduce((a, b) => a + b, 0) / (ms / 1000);
     const cpuPct = (100 * cpu.server!) / ms;

@@ -225,6 +225,10 @@ export interface SchemaValidator {
   validate(obj: Record<string, unknown>, mode: FieldValidation): { errors: FieldError[]; warnings: string[] };
   /** validate() as work that yields between list items (the schema check itself is one step). */
   validateWork(obj: Record<string, unknown>, mode: FieldValidation): Walk<{ errors: FieldError[]; warnings: string[] }>;
+  /** Compiles the schema now (else the first validation does), loading ajv if it is the first. */
+  compile(): void;
+  /** Whether the schema is compiled. */
+  compiled(): boolean;
 }
 
 export function compileSchema(schema: TSchema): SchemaValidator {
@@ -243,5 +247,10 @@ export function compileSchema(schema: TSchema): SchemaValidator {
     if (!fn(obj)) for (const e of toFieldErrors(fn.errors ?? [], obj, plain)) errors.push(e);
     return { errors, warnings };
   }
-  return { validate: (obj, mode) => run(validateWork(obj, mode)), validateWork };
+  return {
+    validate: (obj, mode) => run(validateWork(obj, mode)),
+    validateWork,
+    compile: () => void (compiled ??= ajv().compile(plain)),
+    compiled: () => compiled !== undefined,
+  };
 }

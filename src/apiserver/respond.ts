@@ -154,7 +154,8 @@ function* stringifyWork(v: unknown, parts: Pieces): Work<void> {
     const name = first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
     first = false;
     // An empty object (every member of a fieldsV1 set) is written with its key: one piece, not three.
-    if (x === LEAF || (x !== null && typeof x === 'object' && isEmptyPlainObject(x))) parts.push(`${name}{}`);
+    // A node whose text is known is never empty: for...in would list all its keys before the first.
+    if (x === LEAF || (x !== null && typeof x === 'object' && knownJSON(x) === undefined && isEmptyPlainObject(x))) parts.push(`${name}{}`);
     else if (x !== null && typeof x === 'object') {
       parts.push(name);
       yield* stringifyWork(x, parts);

@@ -88,6 +88,12 @@ const SERVE_FLAGS: Flag[] = [
     default: '5m',
   },
   {
+    name: 'schema-compile-delay',
+    description:
+      "How long after start-up the schemas of the server's own resources are compiled, outside any request (Go duration); 0s: each at its first write, as the other resources' are.",
+    default: '1s',
+  },
+  {
     name: 'attribution-grace',
     description:
       "How long a mirrored change waits for the audit fact naming its author before it is committed as \"unknown (attribution unresolved)\" (Go duration). Must exceed kube-apiserver's --audit-webhook-batch-max-wait.",
@@ -215,6 +221,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
   };
   const attribution = { graceMs: duration('attribution-grace', 100, 600_000), noFactsGraceMs: duration('attribution-no-facts-grace', 1_000, 86_400_000) };
   const authorityReverifyIntervalMs = duration('authority-reverify-interval', 1_000, 86_400_000);
+  const schemaCompileDelayMs = duration('schema-compile-delay', 0, 600_000);
   const watchBookmarkIntervalMs = duration('watch-bookmark-interval', 1_000, 3_600_000);
   let replicas: ReplicaOptions;
   try {
@@ -287,6 +294,7 @@ export function parseServeFlags(argv: string[], mode: ServeMode = 'serve'): Serv
     minRequestTimeoutSeconds,
     watchBookmarkIntervalMs,
     maxRequestBytes,
+    schemaCompileDelayMs,
     quotas,
     connections,
     logLevel,

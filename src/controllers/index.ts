@@ -10,6 +10,7 @@ import { createControllerMetrics, registerReplicaMetrics, registerSourceMetrics 
 import { Informer, LeaseKeeper, type Clock } from './runtime/index.js';
 import { GITTARGETS, WindowsController } from './windows/controller.js';
 import { secretCredentials } from './windows/credentials.js';
+import { isSuspended, repositoryOf } from './windows/decisions.js';
 import type { KubeObject } from '../storage/types.js';
 import type { GitCredentials } from '../git/repository-url.js';
 import type { TargetKey, WindowSink } from './windows/types.js';
@@ -111,13 +112,18 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
   const fromStore = secretCredentials(deps.store);
   const credentials = connector && deps.workspaceSecrets && deps.defaultSource ? source!.workspaceGitCredentials(connector, fromStore) : fromStore;
   if (enabled.has('windows')) {
-    // The worker (a thread with isomorphic-git: tens of MiB) starts with the first GitTarget that is
-    // not suspended, rather than on its first commit (loading it took ~0.7 s of the first
-    // snapshot's time); a server with nothing to commit does not hold it.
+    // The worker (a thread with isomorphic-git: tens of MiB) of a GitTarget's repository starts
+    // when the GitTarget is created (or resumed) not suspended while the server runs, rather than
+    // on its first commit (loading it took ~0.7 s of the first snapshot's time); a server with
+    // nothing to commit does not hold it. The GitTargets a restart finds (the informer's first
+    // list) do not start it: their mirrors re-list with nothing to commit unless the source
+    // changed meanwhile, and a worker loading its modules beside the restart's own work delayed
+    // /readyz (`npm run bench -- peer`). Status writes leave it alone too. A change or a snapshot
+    // reaching a window starts it (windows/sink.ts onAdd), while the window waits out its idle time.
     const engine = await deps.engine();
     gitTargets.on({
-      upsert: (o) => {
-        if ((o.spec as { suspend?: boolean } | undefined)?.suspend !== true) engine.warm?.();
+      upsert: (o, old) => {
+        if (gitTargets.hasSynced && !isSuspended(o) && (!old || isSuspended(old))) engine.warm?.(repositoryOf(o));
       },
     });
     windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock, resyncMs: deps.windowsResyncMs });

@@ -63,8 +63,9 @@ export class GitWorkerPool implements CommitEngine {
     return this.workerFor(input.repository).scan(input);
   }
 
-  warm(): void {
-    for (const w of this.workers) w.warm();
+  warm(repository?: RepositoryInput): void {
+    if (repository) this.workerFor(repository).warm();
+    else for (const w of this.workers) w.warm();
   }
 
   async close(): Promise<void> {

@@ -21,6 +21,8 @@ export type ToWorker =
   | { type: 'lease-reply'; id: number; ok: false; message: string };
 
 export type FromWorker =
+  /** Sent once, when the thread has loaded its modules and built its engine: it answers at once from now on. */
+  | { type: 'ready' }
   | { type: 'result'; id: number; ok: true; result: CommitResult }
   | { type: 'listing'; id: number; ok: true; refs: ObjectRef[] }
   | { type: 'scanned'; id: number; ok: true; report: ScanReport }

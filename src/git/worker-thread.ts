@@ -91,3 +91,6 @@ port.on('message', (msg: ToWorker) => {
     },
   );
 });
+
+// Everything above ran (the modules are loaded, the engine built): GitWorker.whenReady resolves.
+port.postMessage({ type: 'ready' } satisfies FromWorker);

@@ -18,6 +18,7 @@ import type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from '.
 import { definitionStrategy, type ResourceStrategy } from './strategy.js';
 import { pruneUnknown } from './apply/schema.js';
 import { statusOfStorageError } from './storage-errors.js';
+import { checkBody, pinsResourceVersion } from './body-checks.js';
 
 export type { DeleteOptions, RequestContext, WriteOptions, WriteResult } from './context.js';
 
@@ -57,6 +58,11 @@ export class Registry {
     this.fields = new FieldManager(def.schema, this.apiVersion, def.kind, this.gr, strategy.statusFields);
   }
 
+  /** The schema validator, compiled ahead of the first write by Registries.compileValidators. */
+  get schemaValidator(): SchemaValidator {
+    return this.validator;
+  }
+
   key(ctx: RequestContext, namespace: string, name: string): ObjectKey {
     return { cluster: ctx.cluster, namespace: this.def.namespaced ? namespace : '', name };
   }
@@ -79,38 +85,6 @@ export class Registry {
     return this.wrap('', () => this.store.watch(this.ref, { cluster, namespace: namespace || undefined, fromRV }, callbacks));
   }
 
-  /** Body checks every write shares (as kube-apiserver's create and update handlers check them). */
-  private checkBody(body: unknown, namespace: string, urlName?: string): KubeObject {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw status.badRequest(`the object provided is unrecognized (must be a JSON object of kind ${this.def.kind})`);
-    }
-    const obj = body as KubeObject;
-    if (obj.apiVersion !== this.apiVersion) {
-      throw status.badRequest(
-        obj.apiVersion === undefined
-          ? `Object 'apiVersion' is missing in the request body; expected "${this.apiVersion}"`
-          : `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${this.apiVersion})`,
-      );
-    }
-    if (obj.kind !== this.def.kind) {
-      throw status.badRequest(
-        obj.kind === undefined
-          ? `Object 'Kind' is missing in the request body; expected "${this.def.kind}"`
-          : `the kind in the data (${String(obj.kind)}) does not match the expected kind (${this.def.kind})`,
-      );
-    }
-    if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
-    if (typeof obj.metadata !== 'object' || Array.isArray(obj.metadata)) throw status.badRequest('metadata must be an object');
-    const ns = obj.metadata.namespace;
-    if (this.def.namespaced && ns !== undefined && ns !== '' && ns !== namespace) {
-      throw status.badRequest('the namespace of the provided object does not match the namespace sent on the request');
-    }
-    if (urlName !== undefined && obj.metadata.name !== undefined && obj.metadata.name !== urlName) {
-      throw status.badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${urlName})`);
-    }
-    return obj;
-  }
-
   /** Schema, metadata and resource rules (after the strategy prepared obj). Mutates obj (defaults, pruning). */
   private async validate(obj: KubeObject, old: KubeObject | undefined, mode: FieldValidation, requireName: boolean, subresource = ''): Promise<string[]> {
     const { errors, warnings } = await inSlices(this.validator.validateWork(obj as Record<string, unknown>, mode));
@@ -129,7 +103,7 @@ export class Registry {
 
   /** POST. `appliedManaged`: managedFields already computed by a server-side apply that creates the object. */
   async create(ctx: RequestContext, namespace: string, body: unknown, opts: WriteOptions, appliedManaged?: unknown): Promise<WriteResult> {
-    const obj = this.checkBody(body, namespace);
+    const obj = checkBody(this.def, this.apiVersion, body, namespace);
     if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '') {
       throw status.badRequest('resourceVersion should not be set on objects to be created');
     }
@@ -199,7 +173,7 @@ export class Registry {
 
   /** PUT: the body replaces the object (spec for the main resource, status for /status). */
   async update(ctx: RequestContext, namespace: string, name: string, body: unknown, opts: WriteOptions, subresource: string): Promise<WriteResult> {
-    const obj = this.checkBody(body, namespace, name);
+    const obj = checkBody(this.def, this.apiVersion, body, namespace, name);
     const rv = obj.metadata.resourceVersion;
     if (rv === undefined || rv === '') {
       throw status.invalid(this.gr, name, [invalidValue('metadata.resourceVersion', '0x0', 'must be specified for an update')]);
@@ -229,7 +203,7 @@ export class Registry {
       const base = await cloneInSlices(old);
       delete base.metadata.resourceVersion;
       await breathe();
-      const patched = this.checkBody(await apply(base), namespace, name);
+      const patched = checkBody(this.def, this.apiVersion, await apply(base), namespace, name);
       const pinned = patched.metadata.resourceVersion;
       const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
       const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
@@ -261,7 +235,7 @@ export class Registry {
       }
       try {
         if (!old) {
-          const desired = this.checkBody(config, namespace, name);
+          const desired = checkBody(this.def, this.apiVersion, config, namespace, name);
           const { object } = await this.fields.applyInSlices(undefined, desired, opts.fieldManager, opts.force ?? false, subresource, name);
           object.metadata.name = name;
           const managed = object.metadata.managedFields ?? [];
@@ -271,7 +245,7 @@ export class Registry {
         const base = await cloneInSlices(old);
         delete base.metadata.resourceVersion; // as for patches: a resourceVersion in the result is the client's precondition
         const { object } = await this.fields.applyInSlices(base, config, opts.fieldManager, opts.force ?? false, subresource, name);
-        const merged = this.checkBody(object, namespace, name);
+        const merged = checkBody(this.def, this.apiVersion, object, namespace, name);
         const pinned = merged.metadata.resourceVersion;
         const clientPinned = pinned !== undefined && pinned !== null && pinned !== '';
         const expected = clientPinned ? parseRV(String(pinned)) : parseRV(old.metadata.resourceVersion!);
@@ -279,15 +253,10 @@ export class Registry {
         return { ...r, warnings: [...warned, ...r.warnings], created: false };
       } catch (e) {
         const race = e instanceof status.StatusError && (e.status.reason === 'AlreadyExists' || (e.status.reason === 'Conflict' && !e.status.details?.causes));
-        if (race && attempt < MAX_PATCH_RETRIES && !(old && this.pins(config))) continue;
+        if (race && attempt < MAX_PATCH_RETRIES && !(old && pinsResourceVersion(config))) continue;
         throw e;
       }
     }
-  }
-
-  private pins(config: unknown): boolean {
-    const rv = (config as KubeObject | null)?.metadata?.resourceVersion;
-    return rv !== undefined && rv !== null && rv !== '';
   }
 
   private async applyUpdate(

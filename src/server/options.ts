@@ -36,6 +36,8 @@ export interface ServeOptions {
   /** --watch-bookmark-interval (src/apiserver/handlers/watch.ts); default BOOKMARK_INTERVAL_MS. */
   watchBookmarkIntervalMs?: number;
   maxRequestBytes: number;
+  /** --schema-compile-delay: when the own group's schemas are compiled after start-up; 0: at their first write (default 1 s). */
+  schemaCompileDelayMs?: number;
   /** --max-gittargets-per-namespace and friends (src/registry/quota.ts). */
   quotas: GitTargetQuotas;
   connections: { idleTimeoutMs: number; handshakeTimeoutMs: number; maxStreamsPerConnection: number; maxHandshakesPerAddress: number; maxHandshakes: number };

@@ -15,7 +15,7 @@ import { commitRequestStrategy } from '../registry/commitrequest-strategy.js';
 import { gitTargetStrategy } from '../registry/gittarget-strategy.js';
 import { withGitTargetQuotas } from '../registry/quota.js';
 import { ensureInitialNamespaces } from '../registry/namespaces.js';
-import { SANDBOX_RESOURCES } from '../api/resources.js';
+import { GROUP, SANDBOX_RESOURCES } from '../api/resources.js';
 import type { CommitEngine } from '../git/index.js';
 import type { RunningControllers } from '../controllers/index.js';
 import { secretCredentials } from '../controllers/windows/credentials.js';
@@ -29,6 +29,9 @@ import { startNamespaceAdmission } from './namespace-admission.js';
 import { startRegistration, type RunningRegistration } from './registration.js';
 import { startAudit, type RunningAudit } from './audit.js';
 import { startServerControllers } from './controllers.js';
+
+/** --schema-compile-delay's default: how long after start-up the server's own schemas are compiled. */
+const DEFAULT_SCHEMA_COMPILE_DELAY_MS = 1000;
 
 export interface Running {
   server: BuiltServer;
@@ -128,6 +131,11 @@ export async function run(c: CompletedConfig, log: Logger, releaseLock: () => vo
   if (opts.registration.enabled) {
     registration = await startRegistration(opts, { generatedCAFile: c.tls.generatedCAFile, servingCertPem: c.tls.certPem }, log, metrics.registry);
   }
+  // The server's own resources' schemas are compiled --schema-compile-delay after it started,
+  // outside any request, instead of inside the first write of each (src/registry/registries.ts
+  // compileValidators). Not before ready: start-up time stays as it was.
+  const compileDelayMs = opts.schemaCompileDelayMs ?? DEFAULT_SCHEMA_COMPILE_DELAY_MS;
+  if (compileDelayMs > 0) setTimeout(() => void server.registries.compileValidators(GROUP), compileDelayMs).unref();
   // One shutdown, however many signals ask for it (Ctrl-C of `npm start` delivers SIGINT, and npm
   // may add SIGTERM): a second call waits for the first instead of returning before the data
   // directory's lock is released.

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitWorker } from '../../src/git/index.js';
+import { until, withDeadline } from '../support/deadline.js';
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['--git-dir', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: tmpdir() } });
 
@@ -78,4 +79,59 @@ test('an idle worker thread ends after idleExitMs, not before, and the next comm
   assert.ok(worker.running);
   assert.equal(git(join(dataDir, 'git', 'idle.git'), 'log', '--format=%s', 'main'), 'c8\nc7\nc6\nc5\nc4\nc3\nc2\nc1\n');
   await untilStopped(15_000);
+});
+
+// The exit protocol's ordering (src/git/worker.ts `idle`): the idle exit is armed once the worker
+// is ready, so a start slower than idleExitMs (a loaded machine) does not end the worker a change
+// just warmed; an edit's commit keeps the worker keepWarmMs, a commit that is not an edit does not.
+test('a warmed worker is not ended before it is ready, even with an idle exit shorter than its start', { timeout: 60_000 }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'git-worker-ready-'));
+  const worker = new GitWorker({ allowInsecureCredentials: true, dataDir, idleExitMs: 1 });
+  t.after(async () => {
+    await worker.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  worker.warm();
+  assert.equal(worker.ready, false, 'the thread is starting, not ready yet');
+  await withDeadline(worker.whenReady(), 'the warmed worker to say it is ready', 30_000);
+  assert.equal(worker.ready, true);
+  // Ready, then idle: now the 1 ms idle exit applies.
+  await until(() => !worker.running, 'the ready, idle worker to end', 15_000);
+  assert.equal(worker.ready, false);
+});
+
+test('an edit keeps its worker keepWarmMs after it; a commit that is not an edit only idleExitMs', { timeout: 60_000 }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'git-worker-keep-'));
+  const IDLE = 200;
+  const KEEP = 2500;
+  const worker = new GitWorker({ allowInsecureCredentials: true, dataDir, idleExitMs: IDLE, keepWarmMs: KEEP });
+  t.after(async () => {
+    await worker.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const me = { name: 'T', email: 't@example.com' };
+  const commit = (i: number, edit: boolean) =>
+    worker.commit({ repository: { url: 'local:keep' }, branch: 'main', folder: 'f', changes: [{ op: 'write', resource: 'configmaps', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'a' }, data: { i: String(i) } } }], author: me, message: `c${i}` }, { edit });
+  const timeToEnd = async () => {
+    const t0 = performance.now();
+    await until(() => !worker.running, 'the worker to end', 20_000, 10);
+    return performance.now() - t0;
+  };
+
+  // Not an edit (a snapshot's commit): ended after IDLE; the bound is the deadline's, the floor the timer's.
+  const snapshotHandedAt = performance.now();
+  assert.equal((await commit(1, false)).outcome, 'Committed');
+  const afterSnapshot = await timeToEnd();
+  assert.ok(afterSnapshot < KEEP, `a commit that is not an edit kept the worker ${Math.round(afterSnapshot)} ms (keep-warm is ${KEEP} ms)`);
+  assert.ok(performance.now() - snapshotHandedAt >= IDLE - 5);
+
+  // An edit: the worker runs on past IDLE, and ends no earlier than KEEP after the edit was handed over.
+  const editHandedAt = performance.now();
+  assert.equal((await commit(2, true)).outcome, 'Committed');
+  await new Promise((r) => setTimeout(r, IDLE * 3));
+  assert.equal(worker.running, true, `the worker ran on ${IDLE * 3} ms after an edit, past the idle exit`);
+  await timeToEnd();
+  const lived = performance.now() - editHandedAt;
+  assert.ok(lived >= KEEP - 5, `the worker ended ${Math.round(lived)} ms after the edit, before keepWarmMs ${KEEP}`);
+  assert.equal(git(join(dataDir, 'git', 'keep.git'), 'log', '--format=%s', 'main'), 'c2\nc1\n');
 });

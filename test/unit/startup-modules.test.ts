@@ -20,7 +20,9 @@ async function packagesLoaded(work: (s: Awaited<ReturnType<typeof startServer>>)
   const dir = mkdtempSync(join(tmpdir(), 'startup-modules-'));
   const file = join(dir, 'packages.txt');
   try {
-    const s = await startServer([], { env: { NODE_OPTIONS: `--import=${PROBE}`, LOADED_PACKAGES_FILE: file } });
+    // --schema-compile-delay=0s: the schemas are compiled at the first write, never by the timer
+    // (src/server/run.ts), so what is loaded does not depend on how long the test takes.
+    const s = await startServer(['--schema-compile-delay=0s'], { env: { NODE_OPTIONS: `--import=${PROBE}`, LOADED_PACKAGES_FILE: file } });
     try {
       await work(s);
     } finally {

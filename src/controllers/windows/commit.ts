@@ -78,7 +78,9 @@ export class WindowCommits {
           committer,
           message,
         },
-        { signal: cancel.signal },
+        // An edit's commit keeps its worker warm for the next edits (src/git/worker.ts
+        // WORKER_KEEP_WARM_AFTER_EDIT_MS); a snapshot alone does not.
+        { signal: cancel.signal, edit: !w.snapshotId },
       );
     } catch (e) {
       // Cancelled: the GitTarget was deleted or changed (the queue runs it again at once) or the

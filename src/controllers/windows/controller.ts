@@ -25,7 +25,7 @@ import { WINDOWS_RESOURCE, WindowRecords, hasWork, pendingCount, type WindowReco
 import { StoreWindowSink } from './sink.js';
 import { flushStaging } from './staging.js';
 import { WindowCommits } from './commit.js';
-import { LEASE_RETRY_MS, PENDING_STATUS_INTERVAL_MS, UNSYNCED_RETRY_MS, closeFirst, expireWaiting, isSuspended, nextStep, stagingWakeAt, sweepDue, waitedInVain, withRecheck } from './decisions.js';
+import { LEASE_RETRY_MS, PENDING_STATUS_INTERVAL_MS, UNSYNCED_RETRY_MS, closeFirst, expireWaiting, isSuspended, nextStep, repositoryOf, stagingWakeAt, sweepDue, waitedInVain, withRecheck } from './decisions.js';
 import type { TargetKey } from './types.js';
 import { PendingResync } from './resync.js';
 
@@ -98,18 +98,20 @@ export class WindowsController {
     this.pendingWrites = new CoalescedWrites(PENDING_STATUS_INTERVAL_MS, (key) => this.writePendingWhileFailing(key), this.clock);
     this.records = new WindowRecords(deps.store);
     this.audit = new AuditConditionWriter(this.records, deps.attribution, deps.log, () => this.clock.now());
+    const gitTarget = (t: TargetKey) => {
+      const gt = deps.gitTargets.get(`${t.cluster}/${t.namespace}/${t.name}`);
+      return gt?.metadata.uid === t.uid ? gt : undefined;
+    };
     this.sink = new StoreWindowSink(
       this.records,
-      (t) => {
-        const gt = deps.gitTargets.get(`${t.cluster}/${t.namespace}/${t.name}`);
-        return gt?.metadata.uid === t.uid ? gt : undefined;
-      },
+      gitTarget,
       deps.log,
       () => this.clock.now(),
       deps.attribution,
       (tiers) => this.joined(tiers),
-      () => {
-        deps.engine.warm?.();
+      (t) => {
+        const gt = gitTarget(t);
+        deps.engine.warm?.(gt ? repositoryOf(gt) : undefined);
         // Changes are being recorded here: a record with work exists even if its event never comes.
         this.resync.noteActivity();
       },

@@ -6,6 +6,8 @@
 // run by the controller inside one WindowRecords.mutate (record.ts), like those of transitions.ts.
 import { GitEngineError } from '../../git/errors.js';
 import type { Person } from '../../git/index.js';
+import type { RepositoryInput } from '../../git/engine-types.js';
+import { clusterOf } from '../runtime/index.js';
 import type { GitTargetSpec } from '../../api/gittarget.js';
 import type { KubeObject } from '../../storage/types.js';
 import { closeDue, type CommitPolicy } from './policy.js';
@@ -25,6 +27,15 @@ export const UNSYNCED_RETRY_MS = 100;
 /** The spec fields the windows controller reads, typed by the API's schema (api/gittarget.ts). */
 export function specOf(gt: KubeObject): GitTargetSpec {
   return gt.spec as GitTargetSpec;
+}
+
+/**
+ * The repository a GitTarget commits to, as the git engine routes it (src/git/worker-pool.ts
+ * routingKey: the URL and the tenant that partitions `local:` names); without credentials, which
+ * only the commit itself reads.
+ */
+export function repositoryOf(gt: KubeObject): RepositoryInput {
+  return { url: specOf(gt).repository.url, tenant: { cluster: clusterOf(gt), namespace: gt.metadata.namespace ?? '' } };
 }
 
 export function isSuspended(gt: KubeObject): boolean {

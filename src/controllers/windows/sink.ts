@@ -37,19 +37,19 @@ export class StoreWindowSink implements WindowSink {
     /** Called with the join tier of every change that joined a window at add time. */
     private readonly onJoined?: (tiers: JoinTier[]) => void,
     /**
-     * Called when changes arrive, before they are recorded: the windows controller starts the git
-     * worker then (CommitEngine.warm), so that a worker that ended for being idle
-     * (src/git/worker.ts WORKER_IDLE_EXIT_MS) loads while the window waits out its idle seconds,
-     * not after it closes (~0.7 s of the first commit's time otherwise).
+     * Called when changes or a snapshot arrive, before they are recorded: the windows controller starts the git
+     * worker of the target's repository then (CommitEngine.warm), so that a worker that ended for
+     * being idle (src/git/worker.ts WORKER_IDLE_EXIT_MS) loads while the window waits out its idle
+     * seconds, not after it closes (~0.7 s of the first commit's time otherwise).
      */
-    private readonly onAdd?: () => void,
+    private readonly onAdd?: (target: TargetKey) => void,
   ) {
     this.chunks = new WindowChunks(records.store, now);
   }
 
   async add(target: TargetKey, changes: PendingChange[]): Promise<void> {
     if (changes.length === 0) return;
-    this.onAdd?.();
+    this.onAdd?.(target);
     const gt = this.gitTarget(target);
     const policy = policyOf(gt);
     const route = routeOf(gt, this.attribution);
@@ -69,6 +69,8 @@ export class StoreWindowSink implements WindowSink {
   }
 
   async snapshot(target: TargetKey, input: SnapshotInput): Promise<void> {
+    // A snapshot the record already knows (a restart's mirror sends its last one again) starts no worker.
+    const entered = () => this.onAdd?.(target);
     const now = this.now();
     const known = (r: WindowRecord) => r.snapshots.some((s) => s.id === input.id) || r.windows.some((w) => w.snapshotId === input.id) || r.staging?.some((e) => e.snapshot?.id === input.id);
     const changes = snapshotChanges(input);
@@ -85,6 +87,7 @@ export class StoreWindowSink implements WindowSink {
         const kept = await this.records.mutate(target, (r) => {
           // Known meanwhile: a window pending with chunks keeps them (these are the same); otherwise they are orphans.
           if (known(r)) return unchanged(r.windows.some((w) => w.snapshotId === input.id && w.chunks));
+          entered();
           if (r.staging?.length) {
             stageSnapshot(r, input.id, changes, now);
             return false;
@@ -100,6 +103,7 @@ export class StoreWindowSink implements WindowSink {
       if (known(r)) return unchanged(undefined);
       // Changes already added are committed first, so order is kept: those still waiting for
       // their author hold the snapshot behind them (inline in the record).
+      entered();
       if (r.staging?.length) stageSnapshot(r, input.id, changes, now);
       else applySnapshot(r, { id: input.id, changes }, now);
       return undefined;

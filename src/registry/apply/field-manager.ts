@@ -20,7 +20,8 @@ import {
 } from './managed-fields.js';
 import { type Path, field, goJSON, pathString } from './path.js';
 import { type Shape, isPlainObject, shapeOf } from './schema.js';
-import { ApplyValueError, compare, setOwn, toFieldSet } from './typed.js';
+import { ApplyValueError, setOwn, toFieldSet } from './typed.js';
+import { compare } from './compare.js';
 import { type Work, YIELD_MASK, deepEqualWork, finish, inSlices } from './work.js';
 import { type Conflict, ConflictsError, applyOwnership, updateOwnership } from './updater.js';
 

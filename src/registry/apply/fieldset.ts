@@ -6,6 +6,7 @@ import { type Path, type PathElement, compareElements, deserialize, serialize } 
 import { LEAF } from './leaf.js';
 import { knownJSON, rememberJSON } from '../../storage/known-json.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
+import { sortedMerge } from './plain-items.js';
 
 /**
  * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
@@ -31,12 +32,75 @@ interface Child {
  * and one write runs half a dozen such operations). Do not insert into a set an operation returned.
  */
 export class FieldSet {
-  readonly members: Map<string, PathElement>;
+  /** The members, or undefined while they are still `items` (see ofItems). */
+  private memberMap: Map<string, PathElement> | undefined;
+  /**
+   * A compact form of the members: the values of the `v:` elements of a `set` list of plain
+   * strings (plain-items.ts), sorted and unique. The field set of a 3 MiB list of finalizers is then one
+   * array instead of 136,000 elements, keys and Map entries (most of a create's time and garbage),
+   * and its fieldsV1 text is one JSON.stringify. `members` turns it into the Map when something
+   * asks for it (a later write changing the list), after which the Map is the only form.
+   */
+  private items: readonly string[] | undefined;
   readonly children: Map<string, Child>;
 
   constructor(members: Map<string, PathElement> = new Map(), children: Map<string, Child> = new Map()) {
-    this.members = members;
+    this.memberMap = members;
     this.children = children;
+  }
+
+  /** A set whose members are the `v:` elements of `items`: plain strings, sorted, unique (plain-items.ts). */
+  static ofItems(items: readonly string[], children: Map<string, Child> = new Map()): FieldSet {
+    const s = new FieldSet(undefined, children);
+    s.memberMap = undefined;
+    s.items = items;
+    return s;
+  }
+
+  get members(): Map<string, PathElement> {
+    if (this.memberMap === undefined) {
+      const m = new Map<string, PathElement>();
+      for (const v of this.items!) m.set(`v:"${v}"`, { kind: 'v', value: v });
+      this.memberMap = m;
+      this.items = undefined;
+    }
+    return this.memberMap;
+  }
+
+  /** How many members (without making the Map of compact ones). */
+  private memberCount(): number {
+    return this.memberMap?.size ?? this.items!.length;
+  }
+
+  /** Whether the member `k` (a serialized element) is in the set, by binary search while compact. */
+  private hasKey(k: string): boolean {
+    if (this.memberMap) return this.memberMap.has(k);
+    const items = this.items!;
+    if (!k.startsWith('v:"') || !k.endsWith('"')) return false;
+    const v = k.slice(3, -1);
+    let lo = 0;
+    let hi = items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (items[mid]! < v) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < items.length && items[lo] === v;
+  }
+
+  /**
+   * Puts the compact node of `items` (plain-items.ts) at `path` (not the root), where no node or
+   * an empty one is: false when another one is there (the caller adds the items one by one).
+   */
+  putItems(path: Path, items: readonly string[]): boolean {
+    if (path.length === 0) return false;
+    const parent = this.node(path.slice(0, -1));
+    const last = path[path.length - 1]!;
+    const k = serialize(last);
+    const c = parent.children.get(k);
+    if (c && !c.set.bare()) return false;
+    parent.children.set(k, { pe: last, set: FieldSet.ofItems(items) });
+    return true;
   }
 
   static of(...paths: Path[]): FieldSet {
@@ -75,7 +139,7 @@ export class FieldSet {
     if (path.length === 0) return false;
     let node: FieldSet | undefined = this;
     for (let i = 0; i < path.length - 1 && node; i++) node = node.children.get(serialize(path[i]!))?.set;
-    return node ? node.members.has(serialize(path[path.length - 1]!)) : false;
+    return node ? node.hasKey(serialize(path[path.length - 1]!)) : false;
   }
 
   /** The paths below `pe` (relative to it); empty when none. */
@@ -84,29 +148,23 @@ export class FieldSet {
   }
 
   hasMember(pe: PathElement): boolean {
-    return this.members.has(serialize(pe));
+    return this.hasKey(serialize(pe));
   }
 
   empty(): boolean {
-    if (this.members.size > 0) return false;
+    if (this.memberCount() > 0) return false;
     for (const c of this.children.values()) if (!c.set.empty()) return false;
     return true;
   }
 
   /** No members and no children at all (empty() without looking below). */
   private bare(): boolean {
-    return this.members.size === 0 && this.children.size === 0;
+    return this.memberCount() === 0 && this.children.size === 0;
   }
 
   union(o: FieldSet): FieldSet {
     if (o.bare()) return this;
     if (this.bare()) return o;
-    let members = this.members;
-    if (this.members.size === 0) members = o.members;
-    else if (o.members.size > 0) {
-      members = new Map(this.members);
-      for (const [k, pe] of o.members) members.set(k, pe);
-    }
     let children = this.children;
     if (this.children.size === 0) children = o.children;
     else if (o.children.size > 0) {
@@ -117,14 +175,25 @@ export class FieldSet {
       }
       for (const [k, c] of o.children) if (!children.has(k)) children.set(k, c);
     }
+    if (o.memberCount() === 0) return this.withChildren(children);
+    if (this.memberCount() === 0) return o.withChildren(children);
+    const members = new Map(this.members);
+    for (const [k, pe] of o.members) members.set(k, pe);
     return new FieldSet(members, children);
   }
 
+  /** This set's members (shared, compact or not) with `children`. */
+  private withChildren(children: Map<string, Child>): FieldSet {
+    return this.memberMap ? new FieldSet(this.memberMap, children) : FieldSet.ofItems(this.items!, children);
+  }
+
   intersection(o: FieldSet): FieldSet {
-    const out = new FieldSet();
-    // Member order does not matter (encoding and paths() sort): walk the smaller map.
-    const [small, large] = this.members.size <= o.members.size ? [this.members, o.members] : [o.members, this.members];
-    for (const [k, pe] of small) if (large.has(k)) out.members.set(k, pe);
+    const out = this.items && o.items ? FieldSet.ofItems(sortedMerge(this.items, o.items, true)) : new FieldSet();
+    if (!(this.items && o.items)) {
+      // Member order does not matter (encoding and paths() sort): walk the smaller map.
+      const [small, large] = this.members.size <= o.members.size ? [this.members, o.members] : [o.members, this.members];
+      for (const [k, pe] of small) if (large.has(k)) out.members.set(k, pe);
+    }
     for (const [k, c] of this.children) {
       const oc = o.children.get(k);
       if (!oc) continue;
@@ -134,25 +203,32 @@ export class FieldSet {
     return out;
   }
 
-  /** This set's members without `remove` (a copy only when something is removed). */
-  private membersWithout(remove: Map<string, PathElement>): Map<string, PathElement> {
-    if (remove.size === 0) return this.members;
+  /** This set's members without `o`'s, with `children` (the members shared when nothing is removed). */
+  private withoutMembers(o: FieldSet, children: Map<string, Child>): FieldSet {
+    if (o.memberCount() === 0) return this.withChildren(children);
+    // Two compact nodes (a re-apply of the same list): one walk of both sorted arrays, no Map.
+    if (this.items && o.items) {
+      const kept = sortedMerge(this.items, o.items, false);
+      return kept.length === this.items.length ? this.withChildren(children) : FieldSet.ofItems(kept, children);
+    }
+    const remove = o.members;
     let hit = false;
     for (const k of remove.keys()) {
-      if (this.members.has(k)) {
+      if (this.hasKey(k)) {
         hit = true;
         break;
       }
     }
-    if (!hit) return this.members;
-    if (remove.size < this.members.size) {
-      const out = new Map(this.members);
+    if (!hit) return this.withChildren(children);
+    const members = this.members;
+    if (remove.size < members.size) {
+      const out = new Map(members);
       for (const k of remove.keys()) out.delete(k);
-      return out;
+      return new FieldSet(out, children);
     }
     const out = new Map<string, PathElement>();
-    for (const [k, pe] of this.members) if (!remove.has(k)) out.set(k, pe);
-    return out;
+    for (const [k, pe] of members) if (!remove.has(k)) out.set(k, pe);
+    return new FieldSet(out, children);
   }
 
   /** Members of this set not in `o` (children subtract `o`'s children only, as upstream does). */
@@ -164,7 +240,7 @@ export class FieldSet {
       const d = oc ? c.set.difference(oc.set) : c.set;
       if (!d.empty()) children.set(k, d === c.set ? c : { pe: c.pe, set: d });
     }
-    return new FieldSet(this.membersWithout(o.members), children);
+    return this.withoutMembers(o, children);
   }
 
   /** Like difference, but a member of `o` also removes everything below it (reset fields). */
@@ -177,7 +253,7 @@ export class FieldSet {
       const d = oc ? c.set.recursiveDifference(oc.set) : c.set;
       if (!d.empty()) children.set(k, d === c.set ? c : { pe: c.pe, set: d });
     }
-    return new FieldSet(this.membersWithout(o.members), children);
+    return this.withoutMembers(o, children);
   }
 
   copy(): FieldSet {
@@ -206,6 +282,7 @@ export class FieldSet {
 
   /** toFieldsV1 in slices; `dot` starts the object with the "." of a node that is also a member. */
   *toFieldsV1Work(dot = false): Work<Record<string, unknown>> {
+    if (this.items && this.children.size === 0) return yield* this.itemsToFieldsV1Work(this.items, dot);
     const inner = new Map<string, Record<string, unknown>>();
     const keys: string[] = [];
     for (const k of this.members.keys()) if (!this.children.has(k)) keys.push(k);
@@ -245,6 +322,27 @@ export class FieldSet {
     } else if (wide) {
       yield;
       rememberJSON(out, `${dot ? '{".":{},' : '{'}${JSON.stringify(keys).slice(1, -1).replaceAll('","', '":{},"')}:{}}`);
+    }
+    return out;
+  }
+
+  /**
+   * toFieldsV1Work of a compact node (ofItems): its keys are `v:"<item>"`, already in the order
+   * keys.sort() gives (a plain item has no character that sorts before the closing quote),
+   * and its text is JSON.stringify of the items with each `","` between two of them made the end
+   * of one key and the start of the next (a plain item holds no quote or backslash).
+   */
+  private *itemsToFieldsV1Work(items: readonly string[], dot: boolean): Work<Record<string, unknown>> {
+    const out: Record<string, unknown> = dot ? { '.': LEAF } : {};
+    for (let i = 0; i < items.length; i++) {
+      out[`v:"${items[i]}"`] = LEAF;
+      if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    }
+    if (items.length >= WIDE_NODE) {
+      yield;
+      const q = '\\"'; // a quote inside a key, escaped
+      const keys = JSON.stringify(items).slice(2, -2).replaceAll('","', `${q}":{},"v:${q}`);
+      rememberJSON(out, `{${dot ? '".":{},' : ''}"v:${q}${keys}${q}":{}}`);
     }
     return out;
   }

@@ -6,7 +6,8 @@ import { FieldSet } from './fieldset.js';
 import { type Managed, type ManagerEntry } from './managed-fields.js';
 import type { Path } from './path.js';
 import type { Shape } from './schema.js';
-import { compareWork, ensureNamedFieldsAreMembers, mergeWork, removeItemsWork, toFieldSetWork, type Comparison } from './typed.js';
+import { ensureNamedFieldsAreMembers, mergeWork, removeItemsWork, toFieldSetWork } from './typed.js';
+import { type Comparison, compareWork } from './compare.js';
 import { type Work, deepEqualWork } from './work.js';
 
 export interface Conflict {
