@@ -84,6 +84,21 @@ async function statusWrites(t: Target, agent: https.Agent): Promise<Record<strin
   return out;
 }
 
+/**
+ * What Redis holds for a tenant whose edit was not committed: its ConfigMap (the edit stored?) and
+ * its GitTarget's window record (the change recorded, staged, in a window, or gone?), read
+ * directly, so a failure says which step of the path change → window → commit it stopped at.
+ */
+async function storedState(redis: Redis, ns: string): Promise<string> {
+  const field = `${ns}/mirror`;
+  const [cm, rec] = await Promise.all([
+    redis.hget('reverser:{c:_}:obj:/configmaps', `${ns}/cm-0`),
+    redis.hget('reverser:{c:_}:obj:internal.configbutler.ai/commitwindows', field),
+  ]).catch((e: Error) => [`(not read: ${e.message})`, undefined]);
+  const value = cm ? /"value":"([^"]*)"/.exec(cm)?.[1] : undefined;
+  return `its ConfigMap in Redis: data.value ${JSON.stringify(value)} (resourceVersion ${cm ? /"resourceVersion":"(\d+)"/.exec(cm)?.[1] : '-'}); its window record: ${rec ? rec.slice(0, 4000) : 'none'}`;
+}
+
 /** RSS of a fresh server at rest (the start-up part measures it; 160 MiB when it did not run). */
 let restBaseline = 160;
 
@@ -251,6 +266,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
     const editOps0 = storageOps(await metricsText());
     const lat: number[] = [];
     const times: EditTimes[] = [];
+    let editsRetried = 0;
     const wall = (at: number) => performance.timeOrigin + at;
     const begin = performance.now();
     try {
@@ -260,14 +276,21 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
           await sleep(Math.max(0, due - performance.now()));
           const ns = tenantNs(i);
           const sent = performance.now();
-          const r = await request(t, editAgent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
+          // A 503 acknowledged nothing (or, after a timeout, maybe the same patch): an editor sends
+          // it again after the Status's retryAfterSeconds, and the wait counts in the edit's time.
+          let r = await request(t, editAgent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
+          for (let attempt = 1; r.status === 503 && attempt < 5; attempt++) {
+            editsRetried++;
+            await sleep(1000 * Number((JSON.parse(r.body) as { details?: { retryAfterSeconds?: number } }).details?.retryAfterSeconds ?? 1));
+            r = await request(t, editAgent, { method: 'PATCH', path: `/api/v1/namespaces/${ns}/configmaps/cm-0`, contentType: 'application/merge-patch+json', body: JSON.stringify({ data: { value: `edit-${k}` } }) });
+          }
           if (r.status !== 200) throw new Error(`PATCH ${ns}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
           const answered = performance.now();
           const seen = await within(watch.next(ns, st.sha.get(ns) ?? ''), EDIT_DEADLINE_MS);
           if (!seen) {
             const gt = await request(t, agent, { method: 'GET', path: `${GV}/namespaces/${ns}/gittargets/mirror`, deadlineMs: 30_000 }).catch((e: Error) => ({ status: 0, body: e.message }));
             const state = gt.status === 200 ? describeNotReady([JSON.parse(gt.body)], 'GitTarget') : `GET its GitTarget: ${gt.status} ${gt.body.slice(0, 200)}`;
-            throw new Error(`${ns}: no pushed commit seen within ${EDIT_DEADLINE_MS / 1000} s of its edit; ${state}`);
+            throw new Error(`${ns}: no pushed commit seen within ${EDIT_DEADLINE_MS / 1000} s of its edit; ${state}\n${await storedState(redis, ns)}`);
           }
           lat.push(seen.at - sent);
           times.push({ ns, sentAt: wall(sent), answeredAt: wall(answered), seenAt: wall(seen.at) });
@@ -294,7 +317,7 @@ async function benchTenants(n: number, tmp: string, certDir: string, redisUrl: s
       if (!file.includes(`value: edit-${k}`)) throw new Error(`${ns}: the pushed file lacks edit-${k}:\n${file}`);
       checked++;
     }
-    log(`edits: ${edits} at ${EDITS_PER_SECOND}/s, PATCH → pushed commit p50 ${fmt(quantile(lat, 0.5), 0)} ms, p99 ${fmt(quantile(lat, 0.99), 0)} ms; ${checked} checked in git`);
+    log(`edits: ${edits} at ${EDITS_PER_SECOND}/s, PATCH → pushed commit p50 ${fmt(quantile(lat, 0.5), 0)} ms, p99 ${fmt(quantile(lat, 0.99), 0)} ms; ${checked} checked in git; ${editsRetried} PATCHes answered 503 and sent again`);
     const stages = stageFigures(times, commitLines.forEdit, IDLE_SECONDS * 1000);
     commitLines.stop();
     for (const f of stages.figures) log(`  stage ${f.stage}: p50 ${fmt(f.p50, 0)} ms, p99 ${fmt(f.p99, 0)} ms, max ${fmt(f.max, 0)} ms`);

@@ -51,6 +51,8 @@ export interface ControllerDeps {
   workspaceSecrets?: boolean;
   /** How often the mirror re-checks a target (kubeconfig Secret re-read); default 10 s. */
   mirrorRecheckMs?: number;
+  /** The windows controller's check for pending changes no reconcile looks at (windows/resync.ts; tests shorten it). */
+  windowsResyncMs?: number;
   /** Per-edit attribution: the audit facts, whether the audit listener runs, the graces. */
   attribution?: AttributionConfig;
   /** --allow-insecure-credentials, --allow-file-repositories and the --egress-* policy (kubeconfig Secrets; the git engine gets its own copy). */
@@ -124,7 +126,7 @@ export async function startControllers(deps: ControllerDeps, enabled: Set<Contro
         if (gitTargets.hasSynced && !isSuspended(o) && (!old || isSuspended(old))) engine.warm?.(repositoryOf(o));
       },
     });
-    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock });
+    windows = new WindowsController({ store: deps.store, client, engine, keeper, committer: deps.committer, gitTargets, log: deps.log, metrics, credentials, attribution: deps.attribution, events: deps.events, clock: deps.clock, resyncMs: deps.windowsResyncMs });
     sink = windows.sink;
     stops.push(() => windows!.stop());
   }

@@ -71,6 +71,8 @@ export async function startHarness(
     clock?: Clock;
     /** The mirror's default source cluster (e.g. a sandbox's kubeconfig, test/mirror/harness.ts); none by default. With it, the mirror accepts http:// remotes with credentials, as the engine here does. */
     defaultSource?: KubeConfig;
+    /** The windows controller's lost wake-up check (src/controllers/windows/resync.ts). */
+    windowsResyncMs?: number;
   },
 ): Promise<Harness> {
   const store = opts.store ?? (await createStore({ storage: 'embedded', dataDir: opts.dataDir }));
@@ -84,7 +86,7 @@ export async function startHarness(
       })
     : createLogger(process.env.TEST_LOG ? 'debug' : 'error');
   const running = await startControllers(
-    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics, clock: opts.clock, ...(opts.defaultSource ? { defaultSource: opts.defaultSource, tenantInput: { allowInsecureCredentials: true } } : {}) },
+    { store, log, engine: async () => engine, committer: COMMITTER, holder: opts.holder, leaseTtlMs: opts.leaseTtlMs, requestGraceMs: opts.requestGraceMs, attribution: opts.attribution, metrics: opts.metrics, clock: opts.clock, windowsResyncMs: opts.windowsResyncMs, ...(opts.defaultSource ? { defaultSource: opts.defaultSource, tenantInput: { allowInsecureCredentials: true } } : {}) },
     parseControllers(opts.controllers ?? 'all'),
   );
   let stopped = false;

@@ -111,6 +111,11 @@ export class WorkQueue {
     this.timers.set(key, { at, timer, backoff });
   }
 
+  /** Whether `key` is queued, being processed, or has a requeue or backoff timer. */
+  has(key: string): boolean {
+    return this.queued.has(key) || this.active.has(key) || this.timers.has(key);
+  }
+
   get length(): number {
     return this.ready.length;
   }

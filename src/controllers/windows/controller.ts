@@ -27,6 +27,7 @@ import { flushStaging } from './staging.js';
 import { WindowCommits } from './commit.js';
 import { LEASE_RETRY_MS, PENDING_STATUS_INTERVAL_MS, UNSYNCED_RETRY_MS, closeFirst, expireWaiting, isSuspended, nextStep, repositoryOf, stagingWakeAt, sweepDue, waitedInVain, withRecheck } from './decisions.js';
 import type { TargetKey } from './types.js';
+import { PendingResync } from './resync.js';
 
 export const GITTARGETS = { group: 'configbutler.ai', resource: 'gittargets' };
 
@@ -67,6 +68,8 @@ export interface WindowsControllerDeps {
   events?: EventRecorder;
   /** The time windows open, close and requeue by (default: the wall clock). */
   clock?: Clock;
+  /** How often records with pending changes are checked for a lost wake-up (resync.ts; default RESYNC_INTERVAL_MS). */
+  resyncMs?: number;
 }
 
 export function targetKeyOf(gt: KubeObject): TargetKey {
@@ -87,6 +90,7 @@ export class WindowsController {
   private readonly unsubscribeFacts?: () => void;
   /** Keys whose window record (as cached) has changes waiting for their author: the ones a fact may move. */
   private readonly staged = new Set<string>();
+  readonly resync: PendingResync;
   private readonly commitPermits = new Permits(WINDOWS_COMMITS_IN_FLIGHT);
 
   constructor(private readonly deps: WindowsControllerDeps) {
@@ -108,6 +112,8 @@ export class WindowsController {
       (t) => {
         const gt = gitTarget(t);
         deps.engine.warm?.(gt ? repositoryOf(gt) : undefined);
+        // Changes are being recorded here: a record with work exists even if its event never comes.
+        this.resync.noteActivity();
       },
     );
     this.commits = new WindowCommits({ ...deps, records: this.records, sink: this.sink, clock: this.clock, writeTargetStatus: (gt, s) => this.writeTargetStatus(gt, s) });
@@ -130,9 +136,21 @@ export class WindowsController {
         this.queue.reset(key);
       },
     });
+    this.resync = new PendingResync({
+      store: deps.store,
+      log: deps.log,
+      scheduled: (key) => this.queue.has(key),
+      ours: (key, rec) => {
+        const gt = deps.gitTargets.get(key);
+        return gt !== undefined && gt.metadata.uid === rec.target.uid && !isSuspended(gt) && deps.keeper.owns(targetLeaseName(rec.target));
+      },
+      reconcile: (key) => this.queue.add(key),
+      intervalMs: deps.resyncMs,
+    });
     this.windows.on({
       upsert: (o) => {
         const key = keyOf(o, clusterOf(o));
+        this.resync.noteActivity();
         if ((o as WindowRecord).staging?.length) this.staged.add(key);
         else this.staged.delete(key);
         // A snapshot outcome recorded (here or by another replica) reaches the mirror waiting for it.
@@ -171,6 +189,7 @@ export class WindowsController {
 
   async stop(): Promise<void> {
     this.unsubscribeFacts?.();
+    this.resync.stop();
     this.pendingWrites.stop();
     this.windows.stop();
     await this.queue.stop();

@@ -57,6 +57,9 @@ export class RedisCacheFollower {
   private readonly byLog = new Map<string, ResState>();
   private subId: number | undefined;
   private blocked = false;
+  /** How many logs the XREAD in flight covers (byLog only grows: fewer than byLog.size means one is missing). */
+  private covered = 0;
+  private unblocking = false;
   private wake: (() => void) | undefined;
   private maxRV = 0;
   private closed = false;
@@ -109,10 +112,31 @@ export class RedisCacheFollower {
     const st: ResState = { res, logKey: this.deps.keys.log(res), rc: this.cache.resource(resourceId(res)), lastLogRV: 0 };
     await this.reload(st);
     this.byLog.set(st.logKey, st);
-    // The follower is blocked on the old stream set: interrupt it so it includes this log.
-    if (this.blocked && this.subId !== undefined) (this.deps.cmd as Redis).client('UNBLOCK', this.subId).catch(() => {});
+    void this.interrupt();
     this.wake?.();
     return st;
+  }
+
+  /**
+   * Ends the XREAD in flight while it does not cover every loaded log, so that the next one covers
+   * the log just loaded. CLIENT UNBLOCK goes over the command connection and can reach Redis before
+   * the XREAD it should end (sent a moment earlier over the follower's own connection): it then ends
+   * nothing, and that XREAD would block for FOLLOW_BLOCK_MS without the new log, whose watchers
+   * would hear nothing meanwhile (test/storage/redis-follower-unblock.test.ts). So it is sent again,
+   * a few ms apart, until the XREAD in flight covers every log; extra XREADs lose nothing (each
+   * resumes from the last entry applied). Cluster has no CLIENT UNBLOCK: its XREAD blocks 500 ms.
+   */
+  private async interrupt(): Promise<void> {
+    if (this.unblocking || !(this.deps.cmd instanceof Redis)) return;
+    this.unblocking = true;
+    try {
+      for (let pause = 1; !this.closed && this.blocked && this.covered < this.byLog.size; pause = Math.min(pause * 2, 100)) {
+        if (this.subId !== undefined) await this.deps.cmd.client('UNBLOCK', this.subId).catch(() => 0);
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    } finally {
+      this.unblocking = false;
+    }
   }
 
   /** Atomically read every object, the counter and the retained log of `st.res`; replace the cache. */
@@ -250,6 +274,7 @@ export class RedisCacheFollower {
       }
       try {
         this.blocked = true;
+        this.covered = sts.length;
         const block = this.deps.sub instanceof Cluster ? 500 : FOLLOW_BLOCK_MS; // no CLIENT UNBLOCK on Cluster
         const r = (await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...sts.map((s) => s.logKey), ...sts.map((s) => `${s.lastLogRV}-0`))) as [string, Raw[]][] | null;
         this.blocked = false;
