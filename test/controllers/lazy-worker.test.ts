@@ -12,6 +12,18 @@ import { until } from '../support/deadline.js';
 
 const threads = (pid: number) => Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 
+/** The process's thread count once it has stayed the same for 2 s. */
+async function settledThreads(pid: number): Promise<number> {
+  let idle = threads(pid);
+  for (let same = 0; same < 10; ) {
+    await new Promise((r) => setTimeout(r, 200));
+    const n = threads(pid);
+    same = n === idle ? same + 1 : 0;
+    idle = n;
+  }
+  return idle;
+}
+
 const gitTarget = (name: string, suspend: boolean) => ({
   apiVersion: 'configbutler.ai/v1alpha1',
   kind: 'GitTarget',
@@ -25,14 +37,8 @@ test('the git worker thread starts with the first GitTarget that is not suspende
   assert.equal((await server.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'lazy' } } })).status, 201);
   assert.equal((await server.request('POST', ns('lazy'), { body: gitTarget('paused', true) })).status, 201);
   await until(async () => (await server.get(`${ns('lazy')}/paused`)).body?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.reason === 'Suspended'), 'the suspended GitTarget to be reported Suspended', 30_000);
-  // Settled: the count stays the same for 2 s (the thread pool and V8's threads exist by now).
-  let idle = threads(server.pid);
-  for (let same = 0; same < 10; ) {
-    await new Promise((r) => setTimeout(r, 200));
-    const n = threads(server.pid);
-    same = n === idle ? same + 1 : 0;
-    idle = n;
-  }
+  // Settled (the thread pool and V8's threads exist by now).
+  const idle = await settledThreads(server.pid);
   assert.equal((await server.request('POST', ns('lazy'), { body: gitTarget('active', false) })).status, 201);
   await until(() => threads(server.pid) > idle, `a thread more than the ${idle} of the server with only a suspended GitTarget (the git worker)`, 30_000);
   await until(async () => (await server.get(`${ns('lazy')}/active`)).body?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'), 'the active GitTarget to be Ready', 60_000);
@@ -59,14 +65,8 @@ test('a restart does not start the git worker for the GitTargets it finds; the f
   const second = await startServer(['--sandbox', '--controllers=all'], { dataDir });
   t.after(() => second.stop());
   await until(async () => (await second.get(`${ns('lazy')}/active`)).body?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'), 'the GitTarget Ready after the restart', 60_000);
-  // Settled: the count stays the same for 2 s. With no worker, the restart has none of its threads.
-  let idle = threads(second.pid);
-  for (let same = 0; same < 10; ) {
-    await new Promise((r) => setTimeout(r, 200));
-    const n = threads(second.pid);
-    same = n === idle ? same + 1 : 0;
-    idle = n;
-  }
+  // Settled. With no worker, the restart has none of its threads.
+  const idle = await settledThreads(second.pid);
   assert.equal(await lastCommit(second), snapshot, 'nothing committed by the restart');
   assert.equal((await second.request('PATCH', '/api/v1/namespaces/lazy/configmaps/cm', { body: { data: { v: '2' } }, contentType: 'application/merge-patch+json' })).status, 200);
   await until(() => threads(second.pid) > idle, `a thread more than the ${idle} of the restarted server (the git worker, started by the edit)`, 30_000);

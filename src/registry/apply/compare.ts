@@ -2,10 +2,9 @@
 // fields were added, modified or removed. List items are matched as typed.ts names them (itemElement).
 import { deepEqual } from '../metadata.js';
 import { FieldSet } from './fieldset.js';
-import { plainItemsWork } from './plain-items.js';
 import { type Path, type PathElement, field, serialize } from './path.js';
 import { type Shape, fieldShape, resolve } from './schema.js';
-import { type ListShape, isEmptyContainer, itemElement } from './typed.js';
+import { type ListShape, isEmptyContainer, itemElement, putSetItemsWork } from './typed.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
 
 export interface Comparison {
@@ -136,16 +135,7 @@ function* compareSetItems(lhs: unknown[], rhs: unknown[], s: ListShape, path: Pa
   // removed, however often it occurs, so the items go straight into that node.
   if (lhs.length === 0 || rhs.length === 0) {
     const [items, into] = lhs.length === 0 ? [rhs, c.added] : [lhs, c.removed];
-    // Plain strings (a list of finalizers) make one compact node (plain-items.ts).
-    const plain = yield* plainItemsWork(items);
-    if (plain && into.putItems(path, plain)) return;
-    const node = into.node(path);
-    for (let i = 0; i < items.length; i++) {
-      const pe = itemElement(s, items[i], path, i);
-      node.members.set(serialize(pe), pe);
-      if ((i & YIELD_MASK) === YIELD_MASK) yield;
-    }
-    return;
+    return yield* putSetItemsWork(s, items, path, into);
   }
   const counts = new Map<string, Occurrences>();
   const nulls: [unknown[], unknown[]] = [[], []];

@@ -53,6 +53,21 @@ export function toFieldSet(value: unknown, shape: Shape): FieldSet {
   return finish(toFieldSetWork(value, shape));
 }
 
+/**
+ * Every item of a `set` list as a member of the node at `path`, duplicated or not: one compact
+ * node when they are plain strings (a list of finalizers; plain-items.ts), else one element each.
+ */
+export function* putSetItemsWork(s: ListShape, items: readonly unknown[], path: Path, set: FieldSet): Work<void> {
+  const plain = yield* plainItemsWork(items);
+  if (plain && set.putItems(path, plain)) return;
+  const node = set.node(path);
+  for (let i = 0; i < items.length; i++) {
+    const pe = itemElement(s, items[i], path, i);
+    node.members.set(serialize(pe), pe);
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+  }
+}
+
 export function* toFieldSetWork(value: unknown, shape: Shape): Work<FieldSet> {
   const set = new FieldSet();
   yield* walkFields(value, shape, [], set);
@@ -67,16 +82,7 @@ function* walkFields(v: unknown, shape: Shape, path: Path, set: FieldSet): Work<
       // Scalars only (itemElement refuses anything else): each item is one member of this node,
       // duplicated or not, so the items go straight into the node instead of down a path each.
       if (v.length === 0) return;
-      // Plain strings (a list of finalizers) make one compact node (plain-items.ts).
-      const items = yield* plainItemsWork(v);
-      if (items && set.putItems(path, items)) return;
-      const node = set.node(path);
-      for (let i = 0; i < v.length; i++) {
-        const pe = itemElement(s, v[i], path, i);
-        node.members.set(serialize(pe), pe);
-        if ((i & YIELD_MASK) === YIELD_MASK) yield;
-      }
-      return;
+      return yield* putSetItemsWork(s, v, path, set);
     }
     const seen = new Map<string, number>();
     const pes = v.map((item, i) => itemElement(s, item, path, i));
