@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import type { Logger } from '../../metrics/logger.js';
 import { Counter, type Registry } from '../../metrics/prom.js';
 import type { KubeObject } from '../../storage/types.js';
-import { clusterOf } from '../runtime/index.js';
+import { Permits, clusterOf } from '../runtime/index.js';
 import { EventCorrelator } from './correlator.js';
 
 export const REPORTING_CONTROLLER = 'configbutler.ai/reverser-apiserver';
@@ -114,10 +114,8 @@ export class CorrelatingRecorder implements EventRecorder {
   private readonly byObject = new Map<string, Promise<void>>();
   /** Every write not settled yet (flush()). */
   private readonly pending = new Set<Promise<void>>();
-  /** Writes waiting for one of the in-flight slots, first come first served. */
-  private readonly waiting: Array<() => void> = [];
-  private running = 0;
-  private readonly inFlight: number;
+  /** The in-flight slots, handed out first come first served (runtime/permits.ts). */
+  private readonly slots: Permits;
   private queued = 0;
   private droppedSaid = false;
   private failureSaid = new Set<string>();
@@ -131,7 +129,7 @@ export class CorrelatingRecorder implements EventRecorder {
     opts: RecorderOptions = {},
   ) {
     this.correlator = new EventCorrelator(now);
-    this.inFlight = Math.max(1, opts.inFlight ?? MAX_IN_FLIGHT);
+    this.slots = new Permits(Math.max(1, opts.inFlight ?? MAX_IN_FLIGHT));
     if (opts.metrics) {
       this.outcomes = new Counter({
         name: 'reverser_events_total',
@@ -212,15 +210,11 @@ export class CorrelatingRecorder implements EventRecorder {
 
   /** Runs `fn` in one of the in-flight slots (waiting for one first); `fn` never rejects. */
   private async slot(fn: () => Promise<void>): Promise<void> {
-    if (this.running >= this.inFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.running++;
+    const release = await this.slots.take();
     try {
       await fn();
     } finally {
-      // The slot passes to the next waiter as is (running unchanged), or is freed.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
+      release();
     }
   }
 

@@ -2,6 +2,7 @@
 // controller bounds its commits in flight with it once they have left the work queue's slots
 // (runtime/queue.ts detach): the queue's slots then serve the quick reconciles, and a window that
 // is due is closed without waiting for the commits in progress (controllers/windows/controller.ts).
+// The events recorder bounds its writes in flight with it too (controllers/events/recorder.ts).
 export class Permits {
   private free: number;
   private readonly waiting: Array<() => void> = [];
