@@ -39,6 +39,8 @@ export interface ControllerDeps {
   leaseTtlMs?: number;
   /** How often the replica heartbeat renews its membership, which every held lease lives with (--replica-heartbeat-interval; default leaseTtlMs / 3). */
   heartbeatMs?: number;
+  /** The membership TTL while this replica is the only live one (--replica-solo-lease-ttl; default leaseTtlMs: no difference). */
+  soloLeaseTtlMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */
   defaultSource?: KubeConfig;
@@ -89,7 +91,7 @@ export interface RunningControllers {
 }
 
 export async function startControllers(deps: ControllerDeps, enabled: Set<ControllerName>): Promise<RunningControllers> {
-  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, heartbeatMs: deps.heartbeatMs, member: enabled.has('windows'), log: deps.log });
+  const keeper = new LeaseKeeper(deps.store, { holder: deps.holder, ttlMs: deps.leaseTtlMs, heartbeatMs: deps.heartbeatMs, soloTtlMs: deps.soloLeaseTtlMs, member: enabled.has('windows'), log: deps.log });
   // Join the live replicas first: which GitTargets are this replica's is known before any controller asks.
   await keeper.start();
   const gitTargets = new Informer(deps.store, GITTARGETS, { log: deps.log });

@@ -64,7 +64,7 @@ export async function startServerControllers(c: CompletedConfig, inputs: Control
       store, log, engine: inputs.engine, committer: opts.committer, metrics: inputs.metrics, defaultSource, kcpServerURL, workspaceSecrets: c.fromHosting,
       attribution, registries: server.registries, requestMetrics: inputs.requestMetrics, tenantInput: opts.tenantInput, events,
       authority: { authorizer: inputs.authorizer, intervalMs: opts.authorityReverifyIntervalMs },
-      leaseTtlMs: opts.replicas.leaseTtlMs, heartbeatMs: opts.replicas.heartbeatMs,
+      leaseTtlMs: opts.replicas.leaseTtlMs, heartbeatMs: opts.replicas.heartbeatMs, soloLeaseTtlMs: opts.replicas.soloLeaseTtlMs,
     },
     opts.controllers,
   );

@@ -185,9 +185,62 @@ test('leases: a store outage shorter than the TTL (a Redis failover) keeps every
   assert.deepEqual(lost.sort(), [...names3].sort());
 });
 
+test('leases: a lone replica renews for the solo TTL, a sixth as often, each heartbeat within the TTL the last one renewed; the heartbeat that sees a second one cuts its TTL back at once', { timeout: 20_000 }, async (t) => {
+  const store = await createStore({ storage: 'embedded' });
+  t.after(() => store.close());
+  const clock = new ManualClock();
+  const t0 = clock.now();
+  // a's heartbeats: when each was sent (ms after start) and the TTL it renewed the membership for.
+  const sent: Array<[number, number]> = [];
+  let settled = 0;
+  const aStore = withOverrides(store, { heartbeat: (hb) => (sent.push([clock.now() - t0, hb.ttlMs]), store.heartbeat(hb).finally(() => settled++)) });
+  // The default flags' proportions: a 10 s TTL renewed every 3 s; alone, 60 s renewed every 18 s,
+  // longer than the TTL itself.
+  const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 10_000, heartbeatMs: 3_000, soloTtlMs: 60_000, clock });
+  t.after(() => a.stop());
+  assert.equal(a.soloHeartbeatMs, 18_000);
+  await a.start();
+  assert.ok(await a.acquire(names[0]!), 'a lone replica owns every name');
+  const step = async () => {
+    clock.advance(1_000);
+    // A heartbeat fired by advance() settles on the store's promise: wait for it, not for time.
+    await until(() => settled === sent.length, 'the heartbeat to settle', 2_000, 1);
+    await new Promise((r) => setImmediate(r));
+  };
+  // Two minutes alone: the first heartbeat (at start, nothing known yet) renews for the TTL, so
+  // the next comes one interval later; from then on one per 18 s, each for 60 s. Without the solo
+  // TTL: 41 heartbeats of 10 s.
+  for (let i = 0; i < 120; i++) await step();
+  assert.deepEqual(sent, [[0, 10_000], [3_000, 60_000], [21_000, 60_000], [39_000, 60_000], [57_000, 60_000], [75_000, 60_000], [93_000, 60_000], [111_000, 60_000]]);
+  // b joins; a sees it at its next heartbeat (within one solo interval), rebalances, and renews at
+  // once for the TTL, so that b would take over within the TTL should a die now; then every 3 s.
+  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 10_000, heartbeatMs: 3_000, soloTtlMs: 60_000 });
+  t.after(() => b.stop());
+  await b.start();
+  const joined = sent.length;
+  for (let i = 0; i < 20; i++) await step();
+  assert.deepEqual(a.members(), ['a', 'b']);
+  assert.deepEqual(sent.slice(joined, joined + 2), [[129_000, 60_000], [129_000, 10_000]], 'the heartbeat that saw b, then one at once for the TTL');
+  assert.deepEqual(sent.slice(joined + 2).map(([, ttl]) => ttl), [10_000, 10_000, 10_000]);
+  // b leaves: the heartbeat that finds a alone again renewed for the TTL; the next, one interval
+  // later, for the solo TTL; then one per solo interval.
+  await b.stop();
+  const left = sent.length;
+  for (let i = 0; i < 30; i++) await step();
+  assert.deepEqual(a.members(), ['a']);
+  assert.deepEqual(sent.slice(left).map(([, ttl]) => ttl), [10_000, 60_000, 60_000]);
+  // Throughout, each heartbeat was sent within the TTL the one before renewed, one interval to spare.
+  for (let i = 1; i < sent.length; i++) assert.ok(sent[i]![0] + 3_000 <= sent[i - 1]![0] + sent[i - 1]![1], `heartbeat ${i} at ${sent[i]![0]} ms: the membership renewed at ${sent[i - 1]![0]} ms for ${sent[i - 1]![1]} ms`);
+});
+
 test('replica flags: defaults, bounds and their messages', () => {
-  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333 });
-  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000 });
+  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 60_000 });
+  // The default solo TTL never undercuts a longer TTL; an explicit one may equal it (no difference).
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '2m' }, parseDuration), { leaseTtlMs: 120_000, heartbeatMs: 40_000, soloLeaseTtlMs: 120_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '10s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });
+  assert.throws(() => parseReplicaFlags({ 'replica-solo-lease-ttl': '5s' }, parseDuration), { message: '--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (10s) and 5m (e.g. 60s), got "5s"' });
+  assert.throws(() => parseReplicaFlags({ 'replica-solo-lease-ttl': '6m' }, parseDuration), { message: '--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (10s) and 5m (e.g. 60s), got "6m"' });
   assert.throws(() => parseReplicaFlags({ 'replica-lease-ttl': '500ms' }, parseDuration), { message: '--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got "500ms"' });
   assert.throws(() => parseReplicaFlags({ 'replica-lease-ttl': 'ten' }, parseDuration), { message: '--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got "ten"' });
   assert.throws(() => parseReplicaFlags({ 'replica-heartbeat-interval': '6s' }, parseDuration), {

@@ -17,6 +17,14 @@
 // it is free. A graceful stop releases every lease, then leaves the set, so the others take over at
 // their next heartbeat. The fencing token lets a write check, right before it happens, that this
 // replica still holds the lease (and that its membership is still live).
+//
+// A replica that the last heartbeat found alone (no other member takes a share) renews for
+// --replica-solo-lease-ttl instead, a third as often (soloTtlMs; every wake-up of an idle process
+// is CPU at rest: docs/architecture.md, "At rest and at start-up"). Nobody is waiting for its
+// leases then, so only two things take longer: a replica that joins is seen at the lone one's next
+// heartbeat (one solo interval instead of one interval), and a lone replica that dies (SIGKILL)
+// is taken over by its successor within the solo TTL. The first heartbeat that sees another member
+// goes back to the TTL and its interval.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { KubeObject, Store } from '../../storage/types.js';
@@ -43,6 +51,11 @@ export interface LeaseKeeperOptions {
   ttlMs?: number;
   /** How often the heartbeat runs (default ttlMs / 3). */
   heartbeatMs?: number;
+  /**
+   * The membership TTL while the last heartbeat found no other member taking a share (default
+   * ttlMs: no difference). The heartbeat then runs heartbeatMs × soloTtlMs / ttlMs apart.
+   */
+  soloTtlMs?: number;
   /**
    * Whether this replica takes a share of the GitTargets (default true). A replica that does not
    * run the windows controller (--controllers) must not: its share would never be committed. It
@@ -83,6 +96,9 @@ export class LeaseKeeper {
   readonly holder: string;
   readonly ttlMs: number;
   readonly heartbeatMs: number;
+  readonly soloTtlMs: number;
+  /** The heartbeat interval while alone: the same fraction of soloTtlMs as heartbeatMs is of ttlMs. */
+  readonly soloHeartbeatMs: number;
   private readonly held = new Map<string, HeldLease>();
   /** Who in this process needs each held lease (e.g. the mirror and the windows controller); released when nobody does. */
   private readonly claims = new Map<string, Set<string>>();
@@ -92,7 +108,13 @@ export class LeaseKeeper {
   private liveMembers: readonly string[];
   /** The epoch of this replica's membership as of the last heartbeat; 0 before the first one. */
   private epoch = 0;
-  private timer: ClockTimer;
+  /** The last heartbeat that succeeded found no other member taking a share (the solo TTL and interval apply). */
+  private alone = false;
+  /** The next heartbeat runs at once (the solo TTL it last renewed must be cut back to the TTL). */
+  private renewNow = false;
+  /** The TTL the last heartbeat that succeeded renewed the membership for. */
+  private renewedTtlMs: number;
+  private timer: ClockTimer | undefined;
   private beating: Promise<void> | undefined;
   private failing = false;
   private stopped = false;
@@ -111,9 +133,29 @@ export class LeaseKeeper {
     this.holder = opts.holder ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.ttlMs = opts.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     this.heartbeatMs = Math.max(50, opts.heartbeatMs ?? Math.floor(this.ttlMs / 3));
+    this.soloTtlMs = Math.max(this.ttlMs, opts.soloTtlMs ?? this.ttlMs);
+    this.soloHeartbeatMs = Math.floor((this.heartbeatMs * this.soloTtlMs) / this.ttlMs);
+    this.renewedTtlMs = this.ttlMs;
     this.liveMembers = [this.holder];
     this.clock = opts.clock ?? realClock;
-    this.timer = this.clock.setInterval(() => void this.beat(), this.heartbeatMs);
+    this.schedule();
+  }
+
+  /** The next heartbeat, one interval after the last one ended. */
+  private schedule(): void {
+    this.timer?.cancel();
+    const ms = this.renewNow ? 0 : this.intervalMs();
+    this.renewNow = false;
+    this.timer = this.stopped ? undefined : this.clock.setTimeout(() => void this.beat(), ms);
+  }
+
+  /**
+   * The interval that the TTL last renewed allows: the solo interval only once a heartbeat renewed
+   * for the solo TTL. The heartbeat that first finds this replica alone renewed for the TTL; the
+   * next one must come within it.
+   */
+  private intervalMs(): number {
+    return this.alone && this.renewedTtlMs === this.soloTtlMs ? this.soloHeartbeatMs : this.heartbeatMs;
   }
 
   /** Joins the live members now (the first heartbeat), so ownership is known before the controllers start. */
@@ -217,7 +259,7 @@ export class LeaseKeeper {
   /** Releases every lease, then leaves the live members, so the others take over at their next heartbeat. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer.cancel();
+    this.timer?.cancel();
     await this.beating;
     this.claims.clear();
     await Promise.all([...this.held.keys()].map((n) => this.release(n)));
@@ -227,7 +269,10 @@ export class LeaseKeeper {
   /** One heartbeat at a time: a slow store never stacks them up. */
   private beat(): Promise<void> {
     if (this.beating) return this.beating;
-    this.beating = this.heartbeat().finally(() => (this.beating = undefined));
+    this.beating = this.heartbeat().finally(() => {
+      this.beating = undefined;
+      this.schedule();
+    });
     return this.beating;
   }
 
@@ -235,8 +280,9 @@ export class LeaseKeeper {
     if (this.stopped) return;
     let r;
     const sentAt = this.clock.now();
+    const ttlMs = this.alone ? this.soloTtlMs : this.ttlMs;
     try {
-      r = await this.store.heartbeat({ member: this.holder, ttlMs: this.ttlMs, share: this.opts.member !== false });
+      r = await this.store.heartbeat({ member: this.holder, ttlMs, share: this.opts.member !== false });
     } catch (e) {
       // The membership stays live in the store until its TTL runs out, and every write checks
       // its lease there first (check() above), so a failed heartbeat does not end the leases by
@@ -244,8 +290,9 @@ export class LeaseKeeper {
       // every lease and re-snapshotted its GitTargets). Once the next heartbeat could come too
       // late, the membership may expire and the leases be taken: they are given up here (fail
       // closed), their work stops, and the controllers ask again when the store answers.
-      const expiring = this.clock.now() + this.heartbeatMs >= this.liveUntil;
-      if (!this.failing) this.opts.log?.warn('heartbeat failed', { error: (e as Error).message, leases: this.held.size, leasesKeptMs: Math.max(0, Math.round(this.liveUntil - this.heartbeatMs - this.clock.now())) });
+      const intervalMs = this.intervalMs();
+      const expiring = this.clock.now() + intervalMs >= this.liveUntil;
+      if (!this.failing) this.opts.log?.warn('heartbeat failed', { error: (e as Error).message, leases: this.held.size, leasesKeptMs: Math.max(0, Math.round(this.liveUntil - intervalMs - this.clock.now())) });
       this.failing = true;
       if (expiring && this.held.size > 0) {
         this.opts.log?.warn('heartbeat failed until the membership may expire: leases given up until the store answers', { leases: this.held.size });
@@ -255,7 +302,8 @@ export class LeaseKeeper {
     }
     if (this.failing) this.opts.log?.info('heartbeat works again');
     this.failing = false;
-    this.liveUntil = sentAt + this.ttlMs;
+    this.liveUntil = sentAt + ttlMs;
+    this.renewedTtlMs = ttlMs;
     if (this.stopped) return;
     if (this.epoch !== 0 && r.epoch !== this.epoch) {
       // The membership had expired (a stall, or the store lost it): every lease it held is gone.
@@ -263,6 +311,11 @@ export class LeaseKeeper {
       for (const l of [...this.held.values()]) this.lose(l);
     }
     this.epoch = r.epoch;
+    const wasAlone = this.alone;
+    this.alone = r.members.every((m) => m === this.holder);
+    // This heartbeat kept the membership for the solo TTL: renew it for the TTL at once, so that
+    // the replica that just joined takes over within the TTL should this one die now.
+    if (wasAlone && !this.alone) this.renewNow = true;
     if (this.opts.member !== false) this.setMembers(r.members.includes(this.holder) ? r.members : [...r.members, this.holder].sort());
   }
 
