@@ -14,7 +14,8 @@
 // operator's restart too).
 //
 // The server runs with the container image's node flags and environment (the Dockerfile's), as
-// shipped; BENCH_SERVER_NODE_ARGS='' and BENCH_SERVER_IMAGE_ENV=off measure node's defaults.
+// shipped; BENCH_SERVER_NODE_ARGS='' and BENCH_SERVER_IMAGE_ENV=off measure node's defaults, and
+// BENCH_SERVER_ARGS adds server flags for an experiment (e.g. '--replica-lease-ttl=5m').
 //
 // The peer's figures are not measured here (building and running the Go operator needs its CRDs,
 // webhooks and a control plane): they are the outside run's, recorded in PEER below, and each row
@@ -63,6 +64,10 @@ function nodeArgs(): string[] {
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile())?.[1];
   const argv = entry ? (JSON.parse(entry) as string[]) : [];
   return argv.slice(1, argv.findIndex((a) => a.endsWith('main.js')));
+}
+/** More server flags for an experiment (BENCH_SERVER_ARGS, space-separated), e.g. '--replica-lease-ttl=60s'; none by default. */
+function extraServerArgs(): string[] {
+  return (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
 }
 /** The image's `ENV K=V` lines, unless BENCH_SERVER_IMAGE_ENV=off (node's and glibc's defaults). */
 function imageEnv(): Record<string, string> {
@@ -200,7 +205,7 @@ async function benchSize(n: number, tmp: string, redisUrl: string, order: number
   const dataDir = join(tmp, `data-${n}`);
   const certDir = join(tmp, `certs-${n}`);
   const port = await freePort();
-  const args = ['serve', '--storage=redis', '--redis-url', redisUrl, '--redis-key-prefix', `peer${n}`, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), '--kubeconfig', join(srcDir, 'sandbox.kubeconfig'), '--authorization-mode=AlwaysAllow', '--authentication-tolerate-lookup-failure=true', '--log-level=warn'];
+  const args = ['serve', ...extraServerArgs(), '--storage=redis', '--redis-url', redisUrl, '--redis-key-prefix', `peer${n}`, '--data-dir', dataDir, '--cert-dir', certDir, '--secure-port', String(port), '--kubeconfig', join(srcDir, 'sandbox.kubeconfig'), '--authorization-mode=AlwaysAllow', '--authentication-tolerate-lookup-failure=true', '--log-level=warn'];
   // A first start writes the dev PKI (not timed): the timed starts find it, as a deployment's would.
   const pki = await spawnTimed(args);
   await pki.child.stop();
