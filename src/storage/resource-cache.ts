@@ -85,6 +85,11 @@ export class ResourceCache {
   get watchersExamined(): number {
     return this.watchers.examined;
   }
+  /** Watchers the progress ticks have looked at, over the cache's life (watchers.ts; counted for tests). */
+  get progressVisits(): number {
+    return this.watchers.progressVisits;
+  }
+
   /** Watchers that take progress notifications (bookmarks): the only reason to tick for this resource. */
   get progressWatcherCount(): number {
     return this.watchers.progressCount;

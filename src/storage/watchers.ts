@@ -32,6 +32,20 @@ export class Watchers {
   examined = 0;
   /** Watchers with an onProgress callback (the served watches; in-process informers take none). */
   private progressWatchers = 0;
+  /**
+   * What progress() may skip without looking at a watcher (its gate), as the last visit of every
+   * watcher left them: the earliest time one with something to tell is due (`dueAt`); the RV up
+   * to which the others have nothing to be told (`quietUpToRV`), and the earliest time one of
+   * them is due once the RV moves past it (`dueOnceMoved`). Only lowered between visits (a new
+   * watcher); an event delivered since only makes them conservative. At rest, once every watch
+   * was told the current RV, a tick costs three comparisons instead of one visit per watch (10,000
+   * a second at 10,000 tenants, bench/scale).
+   */
+  private dueAt = Infinity;
+  private quietUpToRV = Infinity;
+  private dueOnceMoved = Infinity;
+  /** Watchers progress() has looked at, over its life: the per-tick work, counted for tests. */
+  progressVisits = 0;
 
   constructor(private readonly onProgressWatchers?: (delta: number) => void) {}
 
@@ -115,6 +129,9 @@ export class Watchers {
     if (cb.onProgress) {
       this.progressWatchers++;
       this.onProgressWatchers?.(1);
+      // Told nothing yet past fromRV, and possibly due once it has been quiet for an interval.
+      this.quietUpToRV = Math.min(this.quietUpToRV, opts.fromRV);
+      this.dueOnceMoved = Math.min(this.dueOnceMoved, w.lastSent);
     }
     // Deliver the replay after the caller has its handle; live events queue behind it.
     queueMicrotask(() => {
@@ -140,20 +157,41 @@ export class Watchers {
    * new `rv`: with nothing written, a tick only compares numbers (no call per watcher at rest).
    */
   progress(rv: number, intervalMs: number, now: number): void {
+    if (now < this.dueAt && (rv <= this.quietUpToRV || now < this.dueOnceMoved)) return;
+    let dueAt = Infinity;
+    let quietUpToRV = Infinity;
+    let dueOnceMoved = Infinity;
     for (const w of this.watchers) {
-      if (w.pending || !w.cb.onProgress || now < w.askAt || now - w.lastSent < intervalMs || rv < w.sentRV || rv <= w.notifiedRV) continue;
-      const r: { used: void | boolean | number } = { used: true };
-      safe(() => (r.used = w.cb.onProgress!(rv)));
-      if (r.used === false) continue;
-      // Not used yet, and not wanted for this long: every watcher asked every second was O(watches)
-      // calls a second while anything was written (10,000 at 10,000 tenants, bench/scale).
-      if (typeof r.used === 'number') {
-        w.askAt = now + r.used;
-        continue;
-      }
-      w.lastSent = now;
-      w.notifiedRV = rv;
+      if (!w.cb.onProgress) continue;
+      this.progressVisits++;
+      this.progressOne(w, rv, intervalMs, now);
+      // A watcher whose replay is still pending is looked at again on the next tick.
+      const due = w.pending ? now : Math.max(w.askAt, w.lastSent + intervalMs);
+      // Nothing to tell it while the RV is at most this (the skip rule of progressOne).
+      const quiet = Math.max(w.notifiedRV, w.sentRV - 1);
+      if (!w.pending && rv <= quiet) {
+        quietUpToRV = Math.min(quietUpToRV, quiet);
+        dueOnceMoved = Math.min(dueOnceMoved, due);
+      } else dueAt = Math.min(dueAt, due);
     }
+    this.dueAt = dueAt;
+    this.quietUpToRV = quietUpToRV;
+    this.dueOnceMoved = dueOnceMoved;
+  }
+
+  private progressOne(w: Watcher, rv: number, intervalMs: number, now: number): void {
+    if (w.pending || now < w.askAt || now - w.lastSent < intervalMs || rv < w.sentRV || rv <= w.notifiedRV) return;
+    const r: { used: void | boolean | number } = { used: true };
+    safe(() => (r.used = w.cb.onProgress!(rv)));
+    if (r.used === false) return;
+    // Not used yet, and not wanted for this long: every watcher asked every second was O(watches)
+    // calls a second while anything was written (10,000 at 10,000 tenants, bench/scale).
+    if (typeof r.used === 'number') {
+      w.askAt = now + r.used;
+      return;
+    }
+    w.lastSent = now;
+    w.notifiedRV = rv;
   }
 
   /** End every watcher from the store's side (backend lost, or history gap: clients re-list). */
