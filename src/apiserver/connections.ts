@@ -57,13 +57,38 @@ function closeSession(session: Http2Session): void {
   setTimeout(() => session.destroy(), 1000).unref();
 }
 
-export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger): void {
+/** How long after the first count the counts of closed idle connections and failed handshakes are logged. */
+const REPORT_MS = 60_000;
+
+export function guardConnections(server: Http2SecureServer, limits: ConnectionLimits, log: Logger, reportMs = REPORT_MS): void {
   const idle = limits.idleTimeoutMs;
   const gate = gateHandshakes(server as never, limits.maxHandshakesPerAddress, limits.maxHandshakes, limits.handshakeTimeoutMs);
   // A paused HTTP/1.1 connection must not see a request cut short (http1-tls.ts).
   parseHTTP1FromStream(server as never);
   let waitedOutBefore = 0;
   let closedIdle = 0;
+  // Handshakes that time out or fail are the client's problem; count them, never log each.
+  let handshakeFailures = 0;
+  // The counts are logged a minute after the first of them, not every minute: a server nobody
+  // connects to has no timer here (every wake-up of an idle process is CPU at rest:
+  // docs/architecture.md, "At rest and at start-up"). A connection arms it too, since the handshake
+  // gate counts its waits (handshakes.ts); a count made after a report waits for the next one.
+  let report: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    report = undefined;
+    const waitedOut = gate.waitedOut() - waitedOutBefore;
+    if (closedIdle > 0 || handshakeFailures > 0 || waitedOut > 0) {
+      log.debug('closed idle connections', { idle: closedIdle, tlsHandshakeFailures: handshakeFailures, waitedForHandshakeSlot: waitedOut });
+      closedIdle = 0;
+      handshakeFailures = 0;
+      waitedOutBefore += waitedOut;
+    }
+  };
+  const armReport = (): void => {
+    if (report) return;
+    report = setTimeout(flush, reportMs);
+    report.unref();
+  };
   server.on('session', (session: Http2Session) => {
     openStreams.set(session, 0);
     // `on`, not setTimeout's callback (a `once`): a session found busy is checked again next time.
@@ -72,6 +97,7 @@ export function guardConnections(server: Http2SecureServer, limits: ConnectionLi
       // Only a session without streams is idle; a quiet watch is not.
       if ((openStreams.get(session) ?? 0) === 0) {
         closedIdle++;
+        armReport();
         closeSession(session);
       }
     });
@@ -94,23 +120,16 @@ export function guardConnections(server: Http2SecureServer, limits: ConnectionLi
     const busy = (target as unknown as { _httpMessage?: unknown })._httpMessage;
     if (!busy) {
       closedIdle++;
+      armReport();
       target.destroy();
     }
   });
-  // Handshakes that time out or fail are the client's problem; count them, never log each.
-  let handshakeFailures = 0;
-  server.on('tlsClientError', () => handshakeFailures++);
-  const report = setInterval(() => {
-    const waitedOut = gate.waitedOut() - waitedOutBefore;
-    if (closedIdle > 0 || handshakeFailures > 0 || waitedOut > 0) {
-      log.debug('closed idle connections', { idle: closedIdle, tlsHandshakeFailures: handshakeFailures, waitedForHandshakeSlot: waitedOut });
-      closedIdle = 0;
-      handshakeFailures = 0;
-      waitedOutBefore += waitedOut;
-    }
-  }, 60_000);
-  report.unref();
-  server.once('close', () => clearInterval(report));
+  server.on('tlsClientError', () => {
+    handshakeFailures++;
+    armReport();
+  });
+  server.on('connection', armReport);
+  server.once('close', () => clearTimeout(report));
 }
 
 /** The client has sent the whole request (END_STREAM seen), whether or not a handler read it. */
