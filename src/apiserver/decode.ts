@@ -4,7 +4,7 @@
 import { Lexer, Parser, parse as parseYAML } from 'yaml';
 import * as status from '../api/status.js';
 import { type Work, finish, inSlices } from '../registry/apply/work.js';
-import { JSONIndex, parseJSONWork } from './json-pieces.js';
+import { JSONIndex, closingQuote, parseJSONWork } from './json-pieces.js';
 
 /**
  * Deepest nesting of objects and arrays a body may have. Kubernetes objects nest about 15 levels;
@@ -82,21 +82,9 @@ export function* scanJSONWork(text: string, what: string, index?: JSONIndex): Wo
     }
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      // The closing quote: the next one not escaped, i.e. not after an odd run of backslashes.
       // indexOf skips a string's characters natively; a body of one long list is almost all strings.
-      let j = i + 1;
-      for (;;) {
-        const q = text.indexOf('"', j);
-        if (q < 0) {
-          j = n;
-          break;
-        }
-        let b = q - 1;
-        while (b > i && text.charCodeAt(b) === 0x5c /* \ */) b--;
-        j = q;
-        if ((q - 1 - b) % 2 === 0) break;
-        j = q + 1;
-      }
+      const q = closingQuote(text, i);
+      const j = q < 0 ? n : q;
       const top = stack[stack.length - 1];
       if (top?.object && expectKey) {
         let escaped = false;

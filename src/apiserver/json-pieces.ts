@@ -67,8 +67,11 @@ function skipWS(text: string, i: number): number {
   return i;
 }
 
-/** The offset of the quote closing the string that opens at `open`, or -1. */
-function closingQuote(text: string, open: number): number {
+/**
+ * The offset of the quote closing the string that opens at `open`, or -1: the next quote not
+ * escaped, i.e. not after an odd run of backslashes.
+ */
+export function closingQuote(text: string, open: number): number {
   for (let j = open + 1; ; ) {
     const q = text.indexOf('"', j);
     if (q < 0) return -1;
