@@ -20,7 +20,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cleanup, freePort, startChild, tempDir } from '../common/proc.js';
-import { type Attack, type Context, type Params, reconnecting, sampler } from './harness.js';
+import { type Attack, type Context, type Params, bystander, reconnecting, sampler } from './harness.js';
 import { issueCertificate } from '../../src/certs/pki.js';
 import { httpAttacks } from './attacks-http.js';
 import { listAttacks } from './attacks-lists.js';
@@ -53,7 +53,8 @@ async function main(): Promise<void> {
     const server = await startChild(
       'reverser server',
       process.execPath,
-      [MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level=warn',
+      // BENCH_SERVER_NODE_ARGS: node flags for the server (e.g. --trace-gc, --cpu-prof), as bench/scale takes them.
+      [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), MAIN, 'serve', '--data-dir', dataDir, '--secure-port', String(port), '--authorization-mode=AlwaysAllow', '--log-level=warn',
         ...(params.legacy ? [] : [`--idle-connection-timeout=${IDLE_TIMEOUT_S}`, `--tls-handshake-timeout=${IDLE_TIMEOUT_S}`]),
         ...(params.tenant ? ['--authorization-mode=RBAC', `--authorization-policy-file=${policyFile}`] : []),
         ...new Set(chosen.flatMap((a) => a.serverArgs ?? []))],
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
     const admin = { ca, cert: readFileSync(join(certs, 'admin.crt'), 'utf8'), key: readFileSync(join(certs, 'admin.key'), 'utf8') };
     const url = `https://127.0.0.1:${port}`;
     const scraper = reconnecting(url, admin);
-    const pinger = reconnecting(url, admin);
+    const pinger = await bystander(url, admin);
     // The tenant's client certificate, from the dev CA the server trusts for client certificates.
     const tenant = params.tenant ? issueCertificate({ certPem: ca, keyPem: readFileSync(join(certs, 'ca.key'), 'utf8') }, { commonName: TENANT, usage: 'client' }) : undefined;
     const attackerTLS = tenant ? { ca, cert: tenant.certPem, key: tenant.keyPem } : { ca };
@@ -83,7 +84,8 @@ async function main(): Promise<void> {
     for (const a of chosen) await s.run(a);
 
     console.log(`\nserver still running at the end: ${alive() ? 'yes' : `no (exit ${server.proc.exitCode ?? server.proc.signalCode}): ${server.output().split('\n').filter((l) => /FATAL|heap|Error/.test(l)).slice(0, 2).join(' / ')}`}`);
-    [scraper, pinger, writer].forEach((c) => c.close());
+    [scraper, writer].forEach((c) => c.close());
+    await pinger.close();
   } finally {
     await cleanup([dataDir]);
   }

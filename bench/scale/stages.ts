@@ -15,7 +15,8 @@ interface Milestones {
   engine: number;
   engineDone: number;
   recorded: number;
-  status: number;
+  /** Absent when the status write was refused (the line's `statusOwed` says why). */
+  status?: number;
   /** When the git engine began the commit (src/git/engine.ts CommitTimings.startedAt). */
   engineStarted?: number;
 }
@@ -37,8 +38,8 @@ export const STAGES: Array<[string, string, (m: Milestones, e: EditTimes, idleMs
   ['engine called → engine began', 'hand-off to the git worker, commits ahead of it there', (m) => (m.engineStarted ?? m.engine) - m.engine],
   ['engine began → engine answered', 'sync, build, write, push, and the answer back', (m) => m.engineDone - (m.engineStarted ?? m.engine)],
   ['engine answered → outcome recorded', 'the record\'s CAS', (m) => m.recorded - m.engineDone],
-  ['outcome recorded → status written', 'record read, status subresource write', (m) => m.status - m.recorded],
-  ['status written → seen by a watch', 'the GitTarget watch event reaching the bench', (m, e) => e.seenAt - m.status],
+  ['outcome recorded → status written', 'record read, status subresource write', (m) => (m.status ?? NaN) - m.recorded],
+  ['status written → seen by a watch', 'the GitTarget watch event reaching the bench', (m, e) => e.seenAt - (m.status ?? NaN)],
 ];
 
 /** Collects the server's `window committed` lines per tenant namespace from its stderr. */
@@ -83,7 +84,9 @@ export interface StageFigure {
 export function stageFigures(edits: EditTimes[], find: (e: EditTimes) => Milestones | undefined, idleMs: number): { figures: StageFigure[]; matched: number } {
   const rows = edits.map((e) => ({ e, m: find(e) })).filter((x): x is { e: EditTimes; m: Milestones } => x.m !== undefined);
   const figures = STAGES.map(([stage, what, f]) => {
-    const xs = rows.map(({ e, m }) => f(m, e, idleMs));
+    // A commit whose status write was refused (owed to the next reconcile) logs no `status`
+    // milestone: its last two stages are left out, not counted as NaN.
+    const xs = rows.map(({ e, m }) => f(m, e, idleMs)).filter(Number.isFinite);
     return { stage, what, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) };
   });
   return { figures, matched: rows.length };

@@ -3,7 +3,8 @@
 // refuses them; JSON.parse and YAML's last-one-wins would silently drop one).
 import { Lexer, Parser, parse as parseYAML } from 'yaml';
 import * as status from '../api/status.js';
-import { type Work, breathe, finish, inSlices } from '../registry/apply/work.js';
+import { type Work, finish, inSlices } from '../registry/apply/work.js';
+import { JSONIndex, closingQuote, parseJSONWork } from './json-pieces.js';
 
 /**
  * Deepest nesting of objects and arrays a body may have. Kubernetes objects nest about 15 levels;
@@ -65,9 +66,10 @@ const SCAN_CHARS_PER_YIELD = 64 * 1024;
  * and 300 MB, so a body that is too deep is refused before it is parsed; brackets inside strings
  * do not count) and duplicate keys. Iterative, so its own stack never grows with the input; work
  * that yields every 64 Ki characters, so a 3 MiB body is scanned a slice at a time. On text that
- * is not JSON its duplicates mean nothing: JSON.parse refuses that text next.
+ * is not JSON its duplicates mean nothing: JSON.parse refuses that text next. With an `index`, it
+ * also records the big containers and their commas, for a JSON.parse in pieces (json-pieces.ts).
  */
-function* scanJSONWork(text: string, what: string): Work<string[]> {
+export function* scanJSONWork(text: string, what: string, index?: JSONIndex): Work<string[]> {
   const duplicates: string[] = [];
   const stack: Frame[] = [];
   let expectKey = false;
@@ -80,21 +82,9 @@ function* scanJSONWork(text: string, what: string): Work<string[]> {
     }
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      // The closing quote: the next one not escaped, i.e. not after an odd run of backslashes.
       // indexOf skips a string's characters natively; a body of one long list is almost all strings.
-      let j = i + 1;
-      for (;;) {
-        const q = text.indexOf('"', j);
-        if (q < 0) {
-          j = n;
-          break;
-        }
-        let b = q - 1;
-        while (b > i && text.charCodeAt(b) === 0x5c /* \ */) b--;
-        j = q;
-        if ((q - 1 - b) % 2 === 0) break;
-        j = q + 1;
-      }
+      const q = closingQuote(text, i);
+      const j = q < 0 ? n : q;
       const top = stack[stack.length - 1];
       if (top?.object && expectKey) {
         let escaped = false;
@@ -109,16 +99,20 @@ function* scanJSONWork(text: string, what: string): Work<string[]> {
       if (stack.length >= MAX_NESTING_DEPTH) throw tooDeep(what);
       const object = c === 0x7b;
       stack.push(object ? { object, keys: [], index: 0 } : { object, index: 0 });
+      index?.open(i, object);
       expectKey = object;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
+      index?.close(i, c === 0x7d);
       expectKey = false;
     } else if (c === 0x2c /* , */) {
+      index?.comma(i);
       const top = stack[stack.length - 1];
       if (top?.object) expectKey = true;
       else if (top) top.index++;
     }
   }
+  index?.end();
   return duplicates;
 }
 
@@ -149,15 +143,24 @@ export function decodeJSON(buf: Buffer, what: string): Decoded {
 }
 
 /**
- * decodeJSON for a body that may be large (a write's): the scan runs in slices and JSON.parse,
- * which cannot be split, gets a turn of the event loop of its own (about 20-40 ms for 3 MiB).
+ * decodeJSON for a body that may be large (a write's): the scan runs in slices, and so does the
+ * parse, a run of a big list's items at a time (json-pieces.ts): one JSON.parse of a 3 MiB list
+ * held the event loop for 60-90 ms.
  */
 export async function decodeJSONInSlices(buf: Buffer, what: string): Promise<Decoded> {
   if (buf.length < SLICED_DECODE_BYTES) return decodeJSON(buf, what);
   const text = buf.toString('utf8');
-  const duplicates = await inSlices(scanJSONWork(text, what));
-  await breathe();
-  return { value: parseJSON(text, what), duplicates };
+  const index = new JSONIndex();
+  const duplicates = await inSlices(scanJSONWork(text, what, index));
+  return { value: await parseInSlices(text, index, what), duplicates };
+}
+
+async function parseInSlices(text: string, index: JSONIndex, what: string): Promise<unknown> {
+  try {
+    return await inSlices(parseJSONWork(text, index));
+  } catch (e) {
+    throw status.badRequest(`the ${what} could not be decoded as JSON: ${(e as Error).message}`);
+  }
 }
 
 /** YAML's own parser keeps an explicit stack: its length is the nesting depth at each token. */
@@ -219,10 +222,11 @@ export async function decodeYAMLInSlices(buf: Buffer, what: string): Promise<Dec
   if (buf.length < SLICED_DECODE_BYTES) return decodeYAML(buf, what);
   const text = buf.toString('utf8');
   if (/^\s*[{[]/.test(text)) {
-    const duplicates = await inSlices(scanJSONWork(text, what)).catch(() => undefined);
-    await breathe();
-    const json = duplicates && jsonWithoutDuplicates(text, duplicates);
-    if (json) return json;
+    const index = new JSONIndex();
+    const duplicates = await inSlices(scanJSONWork(text, what, index)).catch(() => undefined);
+    // Duplicate keys, or text that is not JSON: the YAML path reports them.
+    const value = duplicates?.length === 0 ? await inSlices(parseJSONWork(text, index)).catch(() => undefined) : undefined;
+    if (value !== undefined) return { value, duplicates: [] };
   }
   return decodeYAMLText(text, what);
 }

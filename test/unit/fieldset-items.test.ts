@@ -128,6 +128,12 @@ test('a compact node encodes, answers and combines as the same set built item by
       assert.equal(pathsOf(op(x, refB)), pathsOf(want), `${what}: ${name} compact/reference`);
       [, y] = fresh();
       assert.equal(pathsOf(op(refA, y)), pathsOf(want), `${what}: ${name} reference/compact`);
+      // Decoded from its fieldsV1, as a stored object's managedFields are (a wide node of plain
+      // items decodes to a compact node again: plain-items.ts itemsOfFieldsV1Work).
+      [, y] = fresh();
+      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), y)), pathsOf(want), `${what}: ${name} decoded/compact`);
+      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), refB)), pathsOf(want), `${what}: ${name} decoded/reference`);
+      assert.equal(fieldsV1(op(FieldSet.fromFieldsV1(encoded), refB)), fieldsV1(want), `${what}: ${name} decoded/reference fieldsV1`);
     }
     assert.equal(compactA.equals(refA), true, what);
     assert.equal(compactA.empty(), a.length === 0, what);
@@ -143,6 +149,38 @@ test('a compact node encodes, answers and combines as the same set built item by
     assert.equal(fieldsV1(removed), fieldsV1(refAdded), `${what}: removed`);
   }
   assert.equal(wideTexts, 8, 'wide rounds whose remembered text was checked');
+});
+
+test('decoding fieldsV1: a wide node of plain leaves in ascending order is compact; anything else decodes key by key, to the same members', () => {
+  const list = Array.from({ length: WIDE_NODE + 10 }, (_, i) => `example.com/f-${pad(i)}`);
+  const node = (keys: string[], value: (k: string) => unknown = () => ({})) => ({ 'f:metadata': { 'f:finalizers': Object.fromEntries([['.', {}], ...keys.map((k) => [k, value(k)])]) } });
+  const key = (v: string) => `v:${JSON.stringify(v)}`;
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['sorted plain leaves', node(list.map(key))],
+    ['out of order', node([...list.slice(1), list[0]!].map(key))],
+    ['one not plain', node([...list.slice(0, -1), 'example.com/f-zz with space'].map(key))],
+    ['one with a field below it', node(list.map(key), (k) => (k === key(list[5]!) ? { 'f:x': {} } : {}))],
+    ['one with "." below it', node(list.map(key), (k) => (k === key(list[7]!) ? { '.': {}, 'f:y': {} } : {}))],
+  ];
+  for (const [what, fv1] of cases) {
+    const ref = new FieldSet();
+    (function walk(o: Record<string, unknown>, path: Path) {
+      for (const [k, sub] of Object.entries(o)) {
+        if (k === '.') continue;
+        const pe = k.startsWith('f:') ? field(k.slice(2)) : { kind: 'v' as const, value: JSON.parse(k.slice(2)) as string };
+        const inner = sub as Record<string, unknown>;
+        if (Object.keys(inner).length === 0 || '.' in inner) ref.insert([...path, pe]);
+        walk(inner, [...path, pe]);
+      }
+    })(fv1, []);
+    const decoded = FieldSet.fromFieldsV1(fv1);
+    assert.equal(pathsOf(decoded), pathsOf(ref), what);
+    assert.equal(decoded.equals(ref), true, what);
+    // Inserting into a decoded set keeps what it had (a compact node turns into members first).
+    decoded.insert([...FINS, { kind: 'v', value: 'zz.example/added' }]);
+    ref.insert([...FINS, { kind: 'v', value: 'zz.example/added' }]);
+    assert.equal(pathsOf(decoded), pathsOf(ref), `${what}: after an insert`);
+  }
 });
 
 test('a compact node made into members behaves as before: inserting below it keeps every item', () => {

@@ -111,28 +111,36 @@ export class WindowCommits {
     const time = iso(now);
     const status: TargetStatus = { pending: rec ? pendingCount(rec) : 0, lastCommit: landed && sha ? { sha, time } : undefined, repoOK: true };
     this.owedStatus.delete(key);
+    // The landing is logged whether or not its status is written: the record holds it either way,
+    // and a status the store refused is owed, written by the next reconcile (controller.ts
+    // payOwedStatus). Without the line, a landed commit was missing from the log (bench/scale
+    // counted 999 of 1,000 commits from it once).
+    const logLanded = (statusError?: string) =>
+      this.deps.log.info(landed ? 'window committed' : 'window already present', {
+        gitTarget: `${target.namespace}/${target.name}`,
+        sha,
+        changes: w.changes.length,
+        reason: w.closing!.reason,
+        commitRequest: w.request?.name,
+        authorKind,
+        ...(statusError ? { statusOwed: statusError } : {}),
+        // Where the time went: the whole commit as the controller saw it, and the engine's phases.
+        ms: Math.round(performance.now() - started),
+        ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
+        // Wall-clock milestones (epoch ms) of the path from the window's first change to the status
+        // naming the commit: bench/scale joins them with its edits to say where the seconds go.
+        at: { opened: w.openedAt, lastChange: w.lastChangeAt, closed: w.closing!.at, started: startedAt, engine: engineAt, engineDone: engineDoneAt, recorded: recordedAt, ...(statusError ? {} : { status: Date.now() }) },
+      });
     try {
       await this.deps.writeTargetStatus(gt, status);
     } catch (e) {
       this.owedStatus.set(key, status);
+      logLanded((e as Error).message);
       // The landing is recorded: the mirror need not wait for the hold (sink.ts HOLD_MS) to learn it.
       if (w.snapshotId) sink.notifySnapshot(target, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
       throw e;
     }
-    this.deps.log.info(landed ? 'window committed' : 'window already present', {
-      gitTarget: `${target.namespace}/${target.name}`,
-      sha,
-      changes: w.changes.length,
-      reason: w.closing!.reason,
-      commitRequest: w.request?.name,
-      authorKind,
-      // Where the time went: the whole commit as the controller saw it, and the engine's phases.
-      ms: Math.round(performance.now() - started),
-      ...(result.outcome === 'Committed' && result.timings ? { engineMs: result.timings } : {}),
-      // Wall-clock milestones (epoch ms) of the path from the window's first change to the status
-      // naming the commit: bench/scale joins them with its edits to say where the seconds go.
-      at: { opened: w.openedAt, lastChange: w.lastChangeAt, closed: w.closing!.at, started: startedAt, engine: engineAt, engineDone: engineDoneAt, recorded: recordedAt, status: Date.now() },
-    });
+    logLanded();
     if (w.snapshotId) sink.notifySnapshot(target, w.snapshotId, { outcome: landed ? 'Committed' : 'AlreadyPresent', sha, time });
   }
 

@@ -6,7 +6,7 @@ import { type Path, type PathElement, compareElements, deserialize, serialize } 
 import { LEAF } from './leaf.js';
 import { knownJSON, rememberJSON } from '../../storage/known-json.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
-import { sortedMerge } from './plain-items.js';
+import { itemsOfFieldsV1Work, sortedMerge } from './plain-items.js';
 
 /**
  * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
@@ -356,9 +356,14 @@ export class FieldSet {
     const out = new FieldSet();
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('fieldsV1 must be a JSON object');
     const o = v as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length >= WIDE_NODE) {
+      const items = yield* itemsOfFieldsV1Work(o, keys);
+      if (items) return FieldSet.ofItems(items);
+    }
     let i = 0;
     // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
-    for (const k of Object.keys(o)) {
+    for (const k of keys) {
       if ((++i & YIELD_MASK) === YIELD_MASK) yield;
       if (k === '.') continue;
       const sub = o[k];

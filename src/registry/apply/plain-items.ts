@@ -10,6 +10,30 @@ import { type Work, YIELD_MASK } from './work.js';
 const PLAIN_ITEM = /^[^"\\\u0000-\u0021<>&\u2028\u2029\ud800-\udfff]*$/;
 
 /**
+ * The items of a decoded fieldsV1 node that is a compact node's text (FieldSet.toFieldsV1Work of
+ * ofItems): every key but "." is `v:"<PLAIN_ITEM>"` with no fields below it, in ascending order.
+ * Undefined otherwise (the node is decoded key by key). A stored list of 136,000 finalizers then
+ * decodes to the same compact node its apply made, and a re-apply of it subtracts the two by one
+ * walk of both arrays instead of making a 136,000-entry Map of each (~170 ms at once).
+ */
+export function* itemsOfFieldsV1Work(node: Record<string, unknown>, keys: readonly string[]): Work<string[] | undefined> {
+  const items: string[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    if ((i & YIELD_MASK) === YIELD_MASK) yield;
+    const k = keys[i]!;
+    if (k === '.') continue;
+    if (!k.startsWith('v:"') || !k.endsWith('"')) return undefined;
+    const v = k.slice(3, -1);
+    if (!PLAIN_ITEM.test(v) || (items.length > 0 && !(items[items.length - 1]! < v))) return undefined;
+    const sub = node[k];
+    if (sub === null || typeof sub !== 'object' || Array.isArray(sub)) return undefined;
+    for (const _ in sub) return undefined;
+    items.push(v);
+  }
+  return items;
+}
+
+/**
  * The items of a `set` list as a compact node's members (FieldSet.ofItems): sorted and unique,
  * or undefined when one of them is not a PLAIN_ITEM string (then they go one by one). An already
  * sorted list (what clients usually send) costs one comparison per item; no hashing either way.
