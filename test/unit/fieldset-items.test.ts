@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FieldSet, WIDE_NODE } from '../../src/registry/apply/fieldset.js';
+import { fromFieldsV1 } from '../../src/registry/apply/fieldsv1-decode.js';
 import { plainItemsWork } from '../../src/registry/apply/plain-items.js';
 import { field, type Path } from '../../src/registry/apply/path.js';
 import type { Shape } from '../../src/registry/apply/schema.js';
@@ -99,7 +100,7 @@ test('a compact node encodes, answers and combines as the same set built item by
       wideTexts++;
     }
     // Decoding it back gives the same members.
-    assert.equal(pathsOf(FieldSet.fromFieldsV1(encoded)), pathsOf(refA), what);
+    assert.equal(pathsOf(fromFieldsV1(encoded)), pathsOf(refA), what);
 
     // Membership, present and absent, before the Map of members is made.
     const probe = [...a.slice(0, 5), ...b.slice(0, 5), 'absent.example/x', ' space0', 'example.com/f-9999999'];
@@ -131,9 +132,9 @@ test('a compact node encodes, answers and combines as the same set built item by
       // Decoded from its fieldsV1, as a stored object's managedFields are (a wide node of plain
       // items decodes to a compact node again: plain-items.ts itemsOfFieldsV1Work).
       [, y] = fresh();
-      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), y)), pathsOf(want), `${what}: ${name} decoded/compact`);
-      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), refB)), pathsOf(want), `${what}: ${name} decoded/reference`);
-      assert.equal(fieldsV1(op(FieldSet.fromFieldsV1(encoded), refB)), fieldsV1(want), `${what}: ${name} decoded/reference fieldsV1`);
+      assert.equal(pathsOf(op(fromFieldsV1(encoded), y)), pathsOf(want), `${what}: ${name} decoded/compact`);
+      assert.equal(pathsOf(op(fromFieldsV1(encoded), refB)), pathsOf(want), `${what}: ${name} decoded/reference`);
+      assert.equal(fieldsV1(op(fromFieldsV1(encoded), refB)), fieldsV1(want), `${what}: ${name} decoded/reference fieldsV1`);
     }
     assert.equal(compactA.equals(refA), true, what);
     assert.equal(compactA.empty(), a.length === 0, what);
@@ -173,7 +174,7 @@ test('decoding fieldsV1: a wide node of plain leaves in ascending order is compa
         walk(inner, [...path, pe]);
       }
     })(fv1, []);
-    const decoded = FieldSet.fromFieldsV1(fv1);
+    const decoded = fromFieldsV1(fv1);
     assert.equal(pathsOf(decoded), pathsOf(ref), what);
     assert.equal(decoded.equals(ref), true, what);
     // Inserting into a decoded set keeps what it had (a compact node turns into members first).
