@@ -184,6 +184,26 @@ test('decoding fieldsV1: a wide node of plain leaves in ascending order is compa
   }
 });
 
+test('decoding lists each node\'s keys once, also a wide node without a remembered text (read from Redis)', () => {
+  const list = Array.from({ length: 2 * WIDE_NODE }, (_, i) => `example.com/f-${pad(i)}`);
+  // Plain items (decoded to a compact node), and with one that is not plain (decoded key by key).
+  for (const finalizers of [list, [...list, 'example.com/f with space']]) {
+    const set = toFieldSet({ metadata: { finalizers } }, shape);
+    // As a store that keeps text hands it out: parsed, no remembered text, no decoded set.
+    const encoded = JSON.parse(JSON.stringify(set.toFieldsV1())) as Record<string, Record<string, unknown>>;
+    let listed = 0;
+    const node = encoded['f:metadata']!['f:finalizers'] as object;
+    encoded['f:metadata']!['f:finalizers'] = new Proxy(node, {
+      ownKeys(t) {
+        listed++;
+        return Reflect.ownKeys(t);
+      },
+    });
+    assert.equal(pathsOf(fromFieldsV1(encoded)), pathsOf(set));
+    assert.equal(listed, 1, 'the wide node\'s keys are listed once (a for...in and an Object.keys listed them twice)');
+  }
+});
+
 test('a compact node made into members behaves as before: inserting below it keeps every item', () => {
   const s = toFieldSet({ metadata: { finalizers: ['b', 'a'] } }, shape);
   s.insert([...FINS, { kind: 'v', value: 'c' }]);

@@ -24,12 +24,18 @@ export function fromFieldsV1(v: unknown): FieldSet {
 
 /** fromFieldsV1 in slices: a stored list of 100,000 items has as many fieldsV1 keys to decode. */
 export function* fromFieldsV1Work(v: unknown): Work<FieldSet> {
-  const out = new FieldSet();
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('fieldsV1 must be a JSON object');
   const o = v as Record<string, unknown>;
-  const known = decodedOf<FieldSet>(o);
-  if (known) return known;
-  const keys = Object.keys(o);
+  return decodedOf<FieldSet>(o) ?? (yield* decodeNode(o, Object.keys(o)));
+}
+
+/**
+ * The set of fieldsV1 node `o` whose keys are `keys`. Each node's keys are listed once, by its
+ * parent, which needs them to know whether the node is also a member ("."), is empty, or has
+ * children: a `for...in` there and `Object.keys` here listed a wide node (a 3 MiB list's items,
+ * 30-70 ms each) twice. A wide node decoded before is not listed at all (decoded-nodes.ts).
+ */
+function* decodeNode(o: Record<string, unknown>, keys: readonly string[]): Work<FieldSet> {
   if (keys.length >= WIDE_NODE) {
     const items = yield* itemsOfFieldsV1Work(o, keys);
     if (items) {
@@ -38,6 +44,7 @@ export function* fromFieldsV1Work(v: unknown): Work<FieldSet> {
       return set;
     }
   }
+  const out = new FieldSet();
   let i = 0;
   // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
   for (const k of keys) {
@@ -47,27 +54,16 @@ export function* fromFieldsV1Work(v: unknown): Work<FieldSet> {
     const plain = PLAIN_STRING_VALUE.test(k);
     const pe: PathElement = plain ? { kind: 'v', value: k.slice(3, -1) } : deserialize(k);
     if (sub === null || typeof sub !== 'object' || Array.isArray(sub)) throw new Error(`fieldsV1 entry ${JSON.stringify(k)} must be an object`);
-    let empty = true;
-    let dot = false;
-    let other = false;
-    if (knownJSON(sub) !== undefined) {
-      // A wide node (WIDE_NODE keys or more): `for...in` would list all of them before its first
-      // step (30-70 ms for a 3 MiB list's items), and "." is one lookup.
-      empty = false;
-      other = true;
-      dot = Object.prototype.hasOwnProperty.call(sub, '.');
-    } else {
-      for (const x in sub) {
-        empty = false;
-        if (x === '.') dot = true;
-        else other = true;
-        if (dot && other) break;
-      }
-    }
+    const node = sub as Record<string, unknown>;
     const id = plain || pe.kind === 'f' ? k : serialize(pe);
-    if (empty || dot) out.members.set(id, pe);
-    if (other) {
-      const child = yield* fromFieldsV1Work(sub);
+    // A wide node decoded before has children (WIDE_NODE keys besides "."), and "." is one lookup.
+    const known = decodedOf<FieldSet>(node);
+    const subKeys = known ? undefined : Object.keys(node);
+    const dot = subKeys ? subKeys.includes('.') : Object.prototype.hasOwnProperty.call(node, '.');
+    const children = subKeys ? subKeys.length > (dot ? 1 : 0) : true;
+    if (dot || !children) out.members.set(id, pe);
+    if (children) {
+      const child = known ?? (yield* decodeNode(node, subKeys!));
       if (!child.empty()) out.children.set(id, { pe, set: child });
     }
   }
