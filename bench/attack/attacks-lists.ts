@@ -1,5 +1,6 @@
 // One write made of one long list (test/security/http-list-attacks.test.ts measures the same):
 // a dry-run create and a server-side apply of a CommitRequest whose finalizers fill the body limit,
+// the same apply again (an update),
 // a strategic merge patch of a Deployment's env list merged by name, and a `$setElementOrder`
 // reversing it. `--list-items=N` (and `--order-items=N` for the reorder) cap the list, for runs
 // against a build whose list handling is quadratic (the body limit would take it hours).
@@ -71,6 +72,21 @@ export const listAttacks: Attack[] = [
     note: (p) => `One server-side apply (\`application/apply-patch+yaml\`, JSON body) creating a CommitRequest with ${finalizerCount(p).toLocaleString('en')} finalizers.`,
     run: (ctx) =>
       timed(ctx, 'server-side apply', () => ctx.writer.request('PATCH', `${CR}/applied?fieldManager=bench`, { body: body('lists-apply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false }), 201),
+  },
+  {
+    // Numbered after the others (the table keeps the earlier attacks' numbers): added 2026-12-02.
+    key: 'lists-reapply',
+    order: 12,
+    title: 'Server-side apply of the same long finalizer list again',
+    params: (p) => ({ items: finalizerCount(p) }),
+    async prepare(ctx) {
+      bodies.set('lists-reapply', JSON.stringify(commitRequestWithFinalizers('reapplied', finalizerCount(ctx.params))));
+      const r = await ctx.writer.request('PATCH', `${CR}/reapplied?fieldManager=bench`, { body: body('lists-reapply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false });
+      if (r.status !== 201) throw new Error(`the first apply: ${r.status} ${r.text.slice(0, 200)}`);
+    },
+    note: (p) => `The server-side apply above (${finalizerCount(p).toLocaleString('en')} finalizers), sent again by the same field manager: an update, where the live list and its managedFields meet the applied ones (the first apply, made in the set-up, is not measured).`,
+    run: (ctx) =>
+      timed(ctx, 'server-side apply again', () => ctx.writer.request('PATCH', `${CR}/reapplied?fieldManager=bench`, { body: body('lists-reapply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false }), 200),
   },
   {
     key: 'lists-smp',

@@ -3,7 +3,7 @@
 // sending, and conflicts, against the outcomes structured-merge-diff produces.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FieldSet } from '../../src/registry/apply/fieldset.js';
+import { fromFieldsV1 } from '../../src/registry/apply/fieldsv1-decode.js';
 import { FieldManager } from '../../src/registry/apply/field-manager.js';
 import { managerId, decodeManagedFields } from '../../src/registry/apply/managed-fields.js';
 import { deserialize, pathString, serialize } from '../../src/registry/apply/path.js';
@@ -94,10 +94,10 @@ describe('field sets in fieldsV1', () => {
   });
   test('fieldsV1 decodes to the same set; keys are canonical (sorted, Go escaping)', () => {
     const v1 = { 'f:a': { '.': {}, 'f:b': {} }, 'f:m': { 'k:{"z":1,"a":"<x>"}': {} } };
-    const set = FieldSet.fromFieldsV1(v1);
+    const set = fromFieldsV1(v1);
     assert.deepEqual(set.toFieldsV1(), { 'f:a': { '.': {}, 'f:b': {} }, 'f:m': { 'k:{"a":"\\u003cx\\u003e","z":1}': {} } });
     assert.equal(serialize(deserialize('v:"a&b"')), 'v:"a\\u0026b"');
-    assert.throws(() => FieldSet.fromFieldsV1({ 'q:x': {} }), /unknown path element type/);
+    assert.throws(() => fromFieldsV1({ 'q:x': {} }), /unknown path element type/);
   });
   test('paths print as conflicts name them', () => {
     const set = toFieldSet({ twoKeys: [{ group: 'apps', resource: 'deployments' }], setList: ['s'], mapList: [{ name: 'n', value: 'v' }] }, shape);

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FieldSet, WIDE_NODE } from '../../src/registry/apply/fieldset.js';
+import { fromFieldsV1 } from '../../src/registry/apply/fieldsv1-decode.js';
 import { plainItemsWork } from '../../src/registry/apply/plain-items.js';
 import { field, type Path } from '../../src/registry/apply/path.js';
 import type { Shape } from '../../src/registry/apply/schema.js';
@@ -99,7 +100,7 @@ test('a compact node encodes, answers and combines as the same set built item by
       wideTexts++;
     }
     // Decoding it back gives the same members.
-    assert.equal(pathsOf(FieldSet.fromFieldsV1(encoded)), pathsOf(refA), what);
+    assert.equal(pathsOf(fromFieldsV1(encoded)), pathsOf(refA), what);
 
     // Membership, present and absent, before the Map of members is made.
     const probe = [...a.slice(0, 5), ...b.slice(0, 5), 'absent.example/x', ' space0', 'example.com/f-9999999'];
@@ -131,9 +132,9 @@ test('a compact node encodes, answers and combines as the same set built item by
       // Decoded from its fieldsV1, as a stored object's managedFields are (a wide node of plain
       // items decodes to a compact node again: plain-items.ts itemsOfFieldsV1Work).
       [, y] = fresh();
-      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), y)), pathsOf(want), `${what}: ${name} decoded/compact`);
-      assert.equal(pathsOf(op(FieldSet.fromFieldsV1(encoded), refB)), pathsOf(want), `${what}: ${name} decoded/reference`);
-      assert.equal(fieldsV1(op(FieldSet.fromFieldsV1(encoded), refB)), fieldsV1(want), `${what}: ${name} decoded/reference fieldsV1`);
+      assert.equal(pathsOf(op(fromFieldsV1(encoded), y)), pathsOf(want), `${what}: ${name} decoded/compact`);
+      assert.equal(pathsOf(op(fromFieldsV1(encoded), refB)), pathsOf(want), `${what}: ${name} decoded/reference`);
+      assert.equal(fieldsV1(op(fromFieldsV1(encoded), refB)), fieldsV1(want), `${what}: ${name} decoded/reference fieldsV1`);
     }
     assert.equal(compactA.equals(refA), true, what);
     assert.equal(compactA.empty(), a.length === 0, what);
@@ -173,13 +174,33 @@ test('decoding fieldsV1: a wide node of plain leaves in ascending order is compa
         walk(inner, [...path, pe]);
       }
     })(fv1, []);
-    const decoded = FieldSet.fromFieldsV1(fv1);
+    const decoded = fromFieldsV1(fv1);
     assert.equal(pathsOf(decoded), pathsOf(ref), what);
     assert.equal(decoded.equals(ref), true, what);
     // Inserting into a decoded set keeps what it had (a compact node turns into members first).
     decoded.insert([...FINS, { kind: 'v', value: 'zz.example/added' }]);
     ref.insert([...FINS, { kind: 'v', value: 'zz.example/added' }]);
     assert.equal(pathsOf(decoded), pathsOf(ref), `${what}: after an insert`);
+  }
+});
+
+test('decoding lists each node\'s keys once, also a wide node without a remembered text (read from Redis)', () => {
+  const list = Array.from({ length: 2 * WIDE_NODE }, (_, i) => `example.com/f-${pad(i)}`);
+  // Plain items (decoded to a compact node), and with one that is not plain (decoded key by key).
+  for (const finalizers of [list, [...list, 'example.com/f with space']]) {
+    const set = toFieldSet({ metadata: { finalizers } }, shape);
+    // As a store that keeps text hands it out: parsed, no remembered text, no decoded set.
+    const encoded = JSON.parse(JSON.stringify(set.toFieldsV1())) as Record<string, Record<string, unknown>>;
+    let listed = 0;
+    const node = encoded['f:metadata']!['f:finalizers'] as object;
+    encoded['f:metadata']!['f:finalizers'] = new Proxy(node, {
+      ownKeys(t) {
+        listed++;
+        return Reflect.ownKeys(t);
+      },
+    });
+    assert.equal(pathsOf(fromFieldsV1(encoded)), pathsOf(set));
+    assert.equal(listed, 1, 'the wide node\'s keys are listed once (a for...in and an Object.keys listed them twice)');
   }
 });
 

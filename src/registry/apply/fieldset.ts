@@ -2,22 +2,16 @@
 // elements that are members themselves ("the field is owned") and the children that lead to
 // deeper members. managedFields' fieldsV1 is exactly this trie written as JSON, with "." marking a
 // node that is both a member and a parent.
-import { type Path, type PathElement, compareElements, deserialize, serialize } from './path.js';
+import { type Path, type PathElement, compareElements, serialize } from './path.js';
 import { LEAF } from './leaf.js';
 import { knownJSON, rememberJSON } from '../../storage/known-json.js';
 import { type Work, YIELD_MASK, finish } from './work.js';
-import { itemsOfFieldsV1Work, sortedMerge } from './plain-items.js';
-
-/**
- * A `v:` key of a string that JSON and Go's encoding write alike without escapes (no quote,
- * backslash, control character, <, >, &, U+2028/2029 or surrogate): its value is the text between
- * the quotes and the key is already what serialize() gives (as is an `f:` key), so neither JSON.parse nor goJSON runs
- * for it (the common case: a decoded list of 136,000 finalizers).
- */
-const PLAIN_STRING_VALUE = /^v:"[^"\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]*"$/;
+import { sortedMerge } from './plain-items.js';
+import { rememberDecoded } from './decoded-nodes.js';
 
 /** Keys from which an encoded fieldsV1 node remembers its JSON text (toFieldsV1Work). */
 export const WIDE_NODE = 1024;
+
 
 interface Child {
   pe: PathElement;
@@ -343,50 +337,9 @@ export class FieldSet {
       const q = '\\"'; // a quote inside a key, escaped
       const keys = JSON.stringify(items).slice(2, -2).replaceAll('","', `${q}":{},"v:${q}`);
       rememberJSON(out, `{${dot ? '".":{},' : ''}"v:${q}${keys}${q}":{}}`);
+      // What this node decodes to: this set ("." is the parent's business, as in fromFieldsV1Work).
+      rememberDecoded(out, this);
     }
     return out;
   }
-
-  static fromFieldsV1(v: unknown): FieldSet {
-    return finish(FieldSet.fromFieldsV1Work(v));
-  }
-
-  /** fromFieldsV1 in slices: a stored list of 100,000 items has as many fieldsV1 keys to decode. */
-  static *fromFieldsV1Work(v: unknown): Work<FieldSet> {
-    const out = new FieldSet();
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('fieldsV1 must be a JSON object');
-    const o = v as Record<string, unknown>;
-    const keys = Object.keys(o);
-    if (keys.length >= WIDE_NODE) {
-      const items = yield* itemsOfFieldsV1Work(o, keys);
-      if (items) return FieldSet.ofItems(items);
-    }
-    let i = 0;
-    // Keys, not entries: entries of a 100,000-key map are as many arrays made at once.
-    for (const k of keys) {
-      if ((++i & YIELD_MASK) === YIELD_MASK) yield;
-      if (k === '.') continue;
-      const sub = o[k];
-      const plain = PLAIN_STRING_VALUE.test(k);
-      const pe: PathElement = plain ? { kind: 'v', value: k.slice(3, -1) } : deserialize(k);
-      if (sub === null || typeof sub !== 'object' || Array.isArray(sub)) throw new Error(`fieldsV1 entry ${JSON.stringify(k)} must be an object`);
-      let empty = true;
-      let dot = false;
-      let other = false;
-      for (const x in sub) {
-        empty = false;
-        if (x === '.') dot = true;
-        else other = true;
-        if (dot && other) break;
-      }
-      const id = plain || pe.kind === 'f' ? k : serialize(pe);
-      if (empty || dot) out.members.set(id, pe);
-      if (other) {
-        const child = yield* FieldSet.fromFieldsV1Work(sub);
-        if (!child.empty()) out.children.set(id, { pe, set: child });
-      }
-    }
-    return out;
-  }
-
 }

@@ -3,6 +3,7 @@
 // an Apply entry keeps its apiVersion but is one manager across versions. Entries are written
 // sorted (Apply before Update, then by time, manager, apiVersion, subresource) as kube does.
 import { FieldSet } from './fieldset.js';
+import { fromFieldsV1Work } from './fieldsv1-decode.js';
 import { goJSON } from './path.js';
 import { type Work, finish } from './work.js';
 
@@ -81,7 +82,7 @@ export function* decodeManagedFieldsWork(entries: unknown, stored = false): Work
       operation: e.operation,
       apiVersion: e.apiVersion,
       subresource,
-      set: known ?? (fieldsV1 === undefined || fieldsV1 === null ? new FieldSet() : yield* FieldSet.fromFieldsV1Work(fieldsV1)),
+      set: known ?? (fieldsV1 === undefined || fieldsV1 === null ? new FieldSet() : yield* fromFieldsV1Work(fieldsV1)),
     };
     if (typeof e.time === 'string' && e.time !== '') entry.time = e.time;
     if (stored && fieldsV1 !== null && typeof fieldsV1 === 'object') {
