@@ -124,7 +124,9 @@ export const kubeconfigAttacks: Attack[] = [
     key: 'kubeconfig',
     order: 11,
     title: 'GitTargets pointing at hostile kubeconfig Secrets',
-    serverArgs: ['--sandbox'],
+    // Its 100 GitTargets fill namespace default's quota (100) by themselves: one left by an earlier
+    // attack of the same run, still being deleted, made the last create a 403.
+    serverArgs: ['--sandbox', '--max-gittargets-per-namespace=1000'],
     params: (p) => ({ copiesPerKind: copies(p), hugeBytes: hugeBytes(p), watchSeconds: watchSeconds(p) }),
     async prepare() {
       listener = await startListener();
