@@ -41,11 +41,16 @@ const SESSION_IDLE_MS = 30_000;
 /** After a request timed out, the session must answer a PING within this long or it is destroyed. */
 const PING_TIMEOUT_MS = 10_000;
 /**
- * A session carrying streams (watches) is PINGed this often, so a half-open connection is found
- * per connection rather than by each watch's own silence deadline (reflector.ts): that lets the
- * watches run for 30-60 min, as kube-apiserver's own watch timeouts do, without a timer per watch.
+ * A session carrying streams (watches) from which nothing was read for this long is PINGed, so a
+ * half-open connection is found per connection rather than by each watch's own silence deadline
+ * (reflector.ts): that lets the watches run for 30-60 min, as kube-apiserver's own watch timeouts
+ * do, without a timer per watch. As client-go's ReadIdleTimeout (30 s), a session that reads
+ * (events, the server's bookmarks about once a minute) is not PINGed: every PING is a write, an
+ * answer and a cleared timer, three wake-ups of a process at rest. Checked every interval against
+ * the bytes read since the last check, so a dead connection is found within twice the interval
+ * plus PING_TIMEOUT_MS (70 s; client-go's 30 s + 15 s).
  */
-const KEEPALIVE_PING_MS = 30_000;
+export const KEEPALIVE_PING_MS = 30_000;
 /** TCP, TLS and the server's first SETTINGS frame must arrive within this long (client-go dials with 30 s). */
 const CONNECT_TIMEOUT_MS = 30_000;
 
@@ -95,6 +100,10 @@ interface Session {
   dead: boolean;
   idleTimer?: NodeJS.Timeout;
   keepalive?: NodeJS.Timeout;
+  /** The connection's bytes read at the last keepalive check. */
+  readAtCheck?: number;
+  /** A PING is waiting for its answer. */
+  pinging?: boolean;
 }
 
 export class Transport {
@@ -109,6 +118,8 @@ export class Transport {
   constructor(
     readonly origin: string,
     private readonly lookup?: LookupFunction,
+    /** How long a session with streams may read nothing before it is PINGed (tests shorten it). */
+    private readonly keepaliveMs = KEEPALIVE_PING_MS,
   ) {
     this.http1 = new URL(origin).protocol !== 'https:';
   }
@@ -135,16 +146,34 @@ export class Transport {
     for (const s of this.sessions) if (!s.dead) this.ping(s);
   }
 
+  /** PINGs `s` at the next check if nothing was read from it since this one (KEEPALIVE_PING_MS). */
+  private keepAlive(s: Session): void {
+    // The TLS socket's count of bytes read: every frame, whichever stream it is for.
+    const read = () => s.session.socket?.bytesRead ?? -1;
+    s.readAtCheck = read();
+    s.keepalive = setTimeout(() => {
+      if (s.dead || s.active === 0) return;
+      if (read() === s.readAtCheck) this.ping(s);
+      this.keepAlive(s);
+    }, this.keepaliveMs);
+    s.keepalive.unref();
+  }
+
   /** A session that does not answer a PING within PING_TIMEOUT_MS is destroyed (its streams end and reconnect). */
   private ping(s: Session): void {
+    // One PING at a time: its own timeout decides; more would only pile up (node refuses past ten).
+    if (s.pinging) return;
+    s.pinging = true;
     const timer = setTimeout(() => this.drop(s, true), PING_TIMEOUT_MS);
     timer.unref();
     try {
       s.session.ping((err) => {
+        s.pinging = false;
         clearTimeout(timer);
         if (err) this.drop(s, true);
       });
     } catch {
+      s.pinging = false;
       clearTimeout(timer);
       this.drop(s, true);
     }
@@ -160,7 +189,7 @@ export class Transport {
   private drop(s: Session, destroy: boolean): void {
     s.dead = true;
     clearTimeout(s.idleTimer);
-    clearInterval(s.keepalive);
+    clearTimeout(s.keepalive);
     const i = this.sessions.indexOf(s);
     if (i >= 0) this.sessions.splice(i, 1);
     if (destroy) s.session.destroy();
@@ -245,7 +274,7 @@ export class Transport {
   /** No streams: unref (an idle source connection keeps no process alive) and close after a while. */
   private idle(s: Session): void {
     s.session.unref();
-    clearInterval(s.keepalive);
+    clearTimeout(s.keepalive);
     s.keepalive = undefined;
     clearTimeout(s.idleTimer);
     s.idleTimer = setTimeout(() => {
@@ -265,8 +294,7 @@ export class Transport {
     if (s.active++ === 0) {
       clearTimeout(s.idleTimer);
       s.session.ref();
-      s.keepalive = setInterval(() => !s.dead && this.ping(s), KEEPALIVE_PING_MS);
-      s.keepalive.unref();
+      this.keepAlive(s);
     }
     stream.once('close', () => {
       if (--s.active === 0 && !s.dead) this.idle(s);
