@@ -47,6 +47,13 @@ const body = (key: string) => {
   return b;
 };
 
+/** Builds the body of `key`: a CommitRequest `name` whose finalizers fill the body limit. */
+const prepareFinalizers = (ctx: Context, key: string, name: string) => void bodies.set(key, JSON.stringify(commitRequestWithFinalizers(name, finalizerCount(ctx.params))));
+
+/** The attacker's server-side apply of the CommitRequest `name` with the prepared body of `key`. */
+const applyCR = (ctx: Context, name: string, key: string) =>
+  ctx.writer.request('PATCH', `${CR}/${name}?fieldManager=bench`, { body: body(key), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false });
+
 const bytes = (o: unknown) => `${(JSON.stringify(o).length / 1024 / 1024).toFixed(2)} MiB`;
 
 export const listAttacks: Attack[] = [
@@ -55,9 +62,7 @@ export const listAttacks: Attack[] = [
     order: 5,
     title: 'Dry-run create with a long finalizer list',
     params: (p) => ({ items: finalizerCount(p) }),
-    async prepare(ctx) {
-      bodies.set('lists-dryrun', JSON.stringify(commitRequestWithFinalizers('many', finalizerCount(ctx.params))));
-    },
+    prepare: async (ctx) => prepareFinalizers(ctx, 'lists-dryrun', 'many'),
     note: (p) => `One dry-run create of a CommitRequest with ${finalizerCount(p).toLocaleString('en')} finalizers (${bytes(commitRequestWithFinalizers('many', finalizerCount(p)))}; the body limit is 3 MiB).`,
     run: (ctx) => timed(ctx, 'dry-run create', () => ctx.writer.request('POST', `${CR}?dryRun=All`, { body: body('lists-dryrun'), timeoutMs: 1_800_000, parse: false }), 201),
   },
@@ -66,12 +71,9 @@ export const listAttacks: Attack[] = [
     order: 6,
     title: 'Server-side apply of a long finalizer list',
     params: (p) => ({ items: finalizerCount(p) }),
-    async prepare(ctx) {
-      bodies.set('lists-apply', JSON.stringify(commitRequestWithFinalizers('applied', finalizerCount(ctx.params))));
-    },
+    prepare: async (ctx) => prepareFinalizers(ctx, 'lists-apply', 'applied'),
     note: (p) => `One server-side apply (\`application/apply-patch+yaml\`, JSON body) creating a CommitRequest with ${finalizerCount(p).toLocaleString('en')} finalizers.`,
-    run: (ctx) =>
-      timed(ctx, 'server-side apply', () => ctx.writer.request('PATCH', `${CR}/applied?fieldManager=bench`, { body: body('lists-apply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false }), 201),
+    run: (ctx) => timed(ctx, 'server-side apply', () => applyCR(ctx, 'applied', 'lists-apply'), 201),
   },
   {
     // Numbered after the others (the table keeps the earlier attacks' numbers): added 2026-12-02.
@@ -80,13 +82,13 @@ export const listAttacks: Attack[] = [
     title: 'Server-side apply of the same long finalizer list again',
     params: (p) => ({ items: finalizerCount(p) }),
     async prepare(ctx) {
-      bodies.set('lists-reapply', JSON.stringify(commitRequestWithFinalizers('reapplied', finalizerCount(ctx.params))));
-      const r = await ctx.writer.request('PATCH', `${CR}/reapplied?fieldManager=bench`, { body: body('lists-reapply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false });
+      prepareFinalizers(ctx, 'lists-reapply', 'reapplied');
+      const r = await applyCR(ctx, 'reapplied', 'lists-reapply');
       if (r.status !== 201) throw new Error(`the first apply: ${r.status} ${r.text.slice(0, 200)}`);
     },
     note: (p) => `The server-side apply above (${finalizerCount(p).toLocaleString('en')} finalizers), sent again by the same field manager: an update, where the live list and its managedFields meet the applied ones (the first apply, made in the set-up, is not measured).`,
     run: (ctx) =>
-      timed(ctx, 'server-side apply again', () => ctx.writer.request('PATCH', `${CR}/reapplied?fieldManager=bench`, { body: body('lists-reapply'), contentType: 'application/apply-patch+yaml', timeoutMs: 1_800_000, parse: false }), 200),
+      timed(ctx, 'server-side apply again', () => applyCR(ctx, 'reapplied', 'lists-reapply'), 200),
   },
   {
     key: 'lists-smp',

@@ -39,15 +39,22 @@ async function h2Server(t: { after(fn: () => unknown): void }) {
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-test('a session that reads is not PINGed; a silent one is, every other check', { timeout: 30_000 }, async (t) => {
-  const srv = await h2Server(t);
-  const transport = new Transport(srv.url, undefined, INTERVAL_MS);
+/** A watch through our Transport (check interval INTERVAL_MS) to `url`, its body read as it comes. */
+async function watch(t: { after(fn: () => unknown): void }, url: string, ca: string) {
+  const transport = new Transport(url, undefined, INTERVAL_MS);
   t.after(() => transport.close());
   const abort = new AbortController();
   t.after(() => abort.abort());
-  const res = await transport.request('/api/v1/configmaps?watch=1', {}, { ca: srv.ca, servername: 'localhost' }, abort.signal);
+  const res = await transport.request('/api/v1/configmaps?watch=1', {}, { ca, servername: 'localhost' }, abort.signal);
   assert.equal(res.status, 200);
   res.body.on('data', () => undefined);
+  res.body.on('error', () => undefined);
+  return { transport, body: res.body };
+}
+
+test('a session that reads is not PINGed; a silent one is, every other check', { timeout: 30_000 }, async (t) => {
+  const srv = await h2Server(t);
+  await watch(t, srv.url, srv.ca);
   await until(() => srv.streams.length === 1, 'the stream on the server', 5_000);
   const stream = srv.streams[0]!;
 
@@ -82,15 +89,8 @@ test('a connection that stops carrying anything (half-open) is dropped after an 
     for (const [c, u] of pairs) [c, u].forEach((x) => x.destroy());
     relay.close();
   });
-  const transport = new Transport(`https://127.0.0.1:${(relay.address() as AddressInfo).port}`, undefined, INTERVAL_MS);
-  t.after(() => transport.close());
-  const abort = new AbortController();
-  t.after(() => abort.abort());
-  const res = await transport.request('/api/v1/configmaps?watch=1', {}, { ca: srv.ca, servername: 'localhost' }, abort.signal);
-  assert.equal(res.status, 200);
-  res.body.on('data', () => undefined);
-  res.body.on('error', () => undefined);
-  const ended = new Promise<void>((ok) => res.body.once('close', () => ok()));
+  const { transport, body } = await watch(t, `https://127.0.0.1:${(relay.address() as AddressInfo).port}`, srv.ca);
+  const ended = new Promise<void>((ok) => body.once('close', () => ok()));
   await until(() => pairs.length === 1 && srv.streams.length === 1, 'the stream through the relay', 5_000);
   const [c, u] = pairs[0]!;
   c.unpipe(u);
