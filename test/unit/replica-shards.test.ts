@@ -234,10 +234,11 @@ test('leases: a lone replica renews for the solo TTL, a sixth as often, each hea
 });
 
 test('replica flags: defaults, bounds and their messages', () => {
-  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
-  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 60_000 });
-  // The default solo TTL never undercuts a longer TTL; an explicit one may equal it (no difference).
+  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 30_000 });
+  // Off by default (the solo TTL is the TTL); an explicit one may equal it (no difference) or be longer.
   assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '2m' }, parseDuration), { leaseTtlMs: 120_000, heartbeatMs: 40_000, soloLeaseTtlMs: 120_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '60s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '10s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });
   assert.throws(() => parseReplicaFlags({ 'replica-solo-lease-ttl': '5s' }, parseDuration), { message: '--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (10s) and 5m (e.g. 60s), got "5s"' });
   assert.throws(() => parseReplicaFlags({ 'replica-solo-lease-ttl': '6m' }, parseDuration), { message: '--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (10s) and 5m (e.g. 60s), got "6m"' });

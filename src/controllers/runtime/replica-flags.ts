@@ -27,8 +27,8 @@ export const REPLICA_FLAGS = [
   {
     name: 'replica-solo-lease-ttl',
     description:
-      "The membership TTL of a replica while it is the only live one (Go duration, from --replica-lease-ttl to 5m): it renews a third as often (one store operation per 20 s at the default). A replica that joins is seen by the lone one within a third of this; a lone replica that dies is taken over by its successor within it. Equal to --replica-lease-ttl: no difference.",
-    default: '60s',
+      'The membership TTL of a replica while it is the only live one (Go duration, from --replica-lease-ttl to 5m; default: --replica-lease-ttl, no difference). Longer, a lone replica renews less often (a third as often at 60s: every 20 s), which is CPU at rest, but a lone replica that dies is taken over by its successor (a restarted container, or a replica that joined less than a solo interval before) only within this TTL. Opt-in for that reason.',
+    default: '',
   },
 ];
 
@@ -40,10 +40,10 @@ export function parseReplicaFlags(values: Record<string, string | undefined>, pa
   if (leaseTtlMs === undefined || leaseTtlMs < 1_000 || leaseTtlMs > 300_000) {
     throw new ReplicaFlagError(`--replica-lease-ttl: must be a duration between 1s and 5m (e.g. 10s), got ${JSON.stringify(ttlText)}`);
   }
-  const soloText = values['replica-solo-lease-ttl'] ?? '60s';
-  const soloParsed = parseDuration(soloText);
-  // The default never falls below an explicit --replica-lease-ttl (then there is no difference).
-  const soloLeaseTtlMs = values['replica-solo-lease-ttl'] === undefined && soloParsed !== undefined ? Math.max(soloParsed, leaseTtlMs) : soloParsed;
+  // Off unless asked for: with it, a lone replica's crash (the usual single-replica Deployment) is
+  // taken over only within the solo TTL (test/controllers/crash.test.ts waits 15 s for a takeover).
+  const soloText = values['replica-solo-lease-ttl'] ?? '';
+  const soloLeaseTtlMs = soloText === '' ? leaseTtlMs : parseDuration(soloText);
   if (soloLeaseTtlMs === undefined || soloLeaseTtlMs < leaseTtlMs || soloLeaseTtlMs > 300_000) {
     throw new ReplicaFlagError(`--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (${leaseTtlMs / 1000}s) and 5m (e.g. 60s), got ${JSON.stringify(soloText)}`);
   }
