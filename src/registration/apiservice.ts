@@ -9,6 +9,7 @@ import { Gauge, type Registry } from '../metrics/prom.js';
 import { GROUP, VERSION } from '../api/resources.js';
 import type { Logger } from '../metrics/logger.js';
 import type { RegistrationOptions } from './options.js';
+import { runEvery } from '../periodic/shared-timer.js';
 
 export const APISERVICE_NAME = `${VERSION}.${GROUP}`;
 const APIREGISTRATION = '/apis/apiregistration.k8s.io/v1';
@@ -47,7 +48,7 @@ function statusOf(e: unknown): number | undefined {
 export class APIServiceRegistrar {
   private state: RegistrationState = 'pending';
   private detail = 'not checked yet';
-  private timer: NodeJS.Timeout | undefined;
+  private stopTimer: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -72,11 +73,10 @@ export class APIServiceRegistrar {
     this.setState('pending', 'not checked yet');
   }
 
-  /** First check at once, then one per refresh interval. */
+  /** First check at once, then one per refresh interval, beside the process's other jobs of that period (src/periodic/shared-timer.ts). */
   start(): void {
     void this.trigger();
-    this.timer = setInterval(() => this.trigger(), this.opts.refreshMs);
-    this.timer.unref();
+    this.stopTimer = runEvery(this.opts.refreshMs, () => void this.trigger());
   }
 
   /** Runs a check now (after the one in flight, if any). Used by the timer and when the CA file changes. */
@@ -97,7 +97,8 @@ export class APIServiceRegistrar {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    this.stopTimer?.();
+    this.stopTimer = undefined;
   }
 
   current(): { state: RegistrationState; detail: string } {

@@ -17,6 +17,7 @@ import type { Logger } from '../../metrics/logger.js';
 import type { KubeObject } from '../../storage/types.js';
 import { DEFAULT_CLUSTER } from '../../storage/types.js';
 import { clusterOf, keyOf, type Informer } from '../runtime/index.js';
+import { runEvery } from '../../periodic/shared-timer.js';
 
 export const AUTHORITY_REVOKED = 'AuthorityRevoked';
 export const AUTHORITY_UNVERIFIED = 'AuthorityUnverified';
@@ -59,7 +60,7 @@ export class AuthorityVerifier {
   /** The verdict state the mirror last saw per key: a pass that changes it wakes that key. */
   private readonly seen = new Map<string, string>();
   private readonly listeners = new Set<(key: string) => void>();
-  private timer: NodeJS.Timeout | undefined;
+  private stopTimer: (() => void) | undefined;
   private inPass: Promise<void> | undefined;
   private passes = 0;
   private readonly now: () => number;
@@ -72,15 +73,18 @@ export class AuthorityVerifier {
     this.listeners.add(fn);
   }
 
-  /** Runs a pass now and then every interval. */
+  /**
+   * Runs a pass now and then every interval, in the wake-up of the process's other jobs of that
+   * period (src/periodic/shared-timer.ts; unref'd: the server's listeners keep the process up).
+   */
   start(): void {
     void this.pass();
-    this.timer = setInterval(() => void this.pass(), this.opts.intervalMs);
+    this.stopTimer = runEvery(this.opts.intervalMs, () => void this.pass());
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTimer?.();
+    this.stopTimer = undefined;
     await this.inPass;
   }
 
