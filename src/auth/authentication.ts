@@ -28,11 +28,12 @@ export interface BuiltAuthentication {
 }
 
 export interface BuildAuthenticationDeps extends AuthDeps {
-  /** Poll interval for CA files given by flags (default 2 s). */
+  /** Poll interval for CA files given by flags (default FILE_RESYNC_MS, 60 s; their directory is watched too). */
   filePollIntervalMs?: number;
-  /** ConfigMap re-read interval (default 60 s) and retry delay after a failed watch (default 1 s). */
-  configMapResyncMs?: number;
+  /** Retry delay after a failed watch of the authentication ConfigMap (default 1 s). */
   configMapRetryMs?: number;
+  /** Each ConfigMap watch asks the server to end it after this many seconds times [1, 2) (default 300, as client-go). */
+  configMapWatchTimeoutSeconds?: number;
 }
 
 function readCAFile(ca: DynamicCA, path: string, flag: string): void {
@@ -118,7 +119,7 @@ export async function buildAuthentication(opts: AuthnOptions, deps: BuildAuthent
           } catch (e) {
             logger.error(`authentication: kube-system/extension-apiserver-authentication is unusable, keeping the previous settings: ${(e as Error).message}`);
           }
-        }, logger, deps.configMapResyncMs, deps.configMapRetryMs);
+        }, logger, { retryMs: deps.configMapRetryMs, minWatchTimeoutSeconds: deps.configMapWatchTimeoutSeconds });
         closers.push(() => follower.close());
         try {
           await follower.start();

@@ -139,15 +139,23 @@ export class HostingClient {
   /**
    * Streams a watch (`?watch=true`), on the hosting cluster or in logical cluster `cluster`, calling
    * onEvent per JSON line; resolves when the stream ends. Not bounded by the request timeout
-   * (watches are long), only by `abort`.
+   * (watches are long), only by `abort` and, with `silentMs`, by a connection on which nothing
+   * arrived for that long (rejected: a half-open connection never ends by itself).
    */
-  async watch(path: string, onEvent: (ev: { type: string; object: unknown }) => void, abort: AbortSignal, cluster?: string): Promise<void> {
+  async watch(path: string, onEvent: (ev: { type: string; object: unknown }) => void, abort: AbortSignal, cluster?: string, silentMs?: number): Promise<void> {
     const auth = await this.authorization();
     const u = this.url(path, cluster);
     const mod = u.protocol === 'http:' ? http : https;
     await new Promise<void>((resolve, reject) => {
       const headers: Record<string, string> = { Accept: 'application/json' };
       if (auth) headers.Authorization = auth;
+      /** Why this side ended the stream: it ends as a failure, not as the server's clean end. */
+      let failure: Error | undefined;
+      const fail = (e: Error): void => {
+        failure ??= e;
+        req.destroy(failure);
+      };
+      const ended = (): void => (failure ? reject(failure) : resolve());
       const req = mod.request(u, { method: 'GET', headers, signal: abort, ...this.tls }, (res) => {
         if ((res.statusCode ?? 0) !== 200) {
           res.resume();
@@ -159,22 +167,34 @@ export class HostingClient {
         res.on('data', (chunk: string) => {
           buf += chunk;
           let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
+          while ((nl = buf.indexOf('\n')) >= 0 && !failure) {
             const line = buf.slice(0, nl).trim();
             buf = buf.slice(nl + 1);
             if (!line) continue;
+            let ev: { type: string; object: unknown };
             try {
-              onEvent(JSON.parse(line) as { type: string; object: unknown });
+              ev = JSON.parse(line) as { type: string; object: unknown };
             } catch {
-              // A malformed line is skipped; the periodic re-read repairs anything missed.
+              // The caller starts over (its re-read repairs what this stream would have told).
+              fail(new HostingError(`watch ${path}: a line of the stream is not JSON`));
+              return;
+            }
+            try {
+              onEvent(ev);
+            } catch {
+              // The caller's own failure (each handles its errors): the stream goes on.
             }
           }
         });
-        res.on('end', () => resolve());
-        res.on('error', (e) => reject(e));
-        res.on('aborted', () => resolve());
+        res.on('end', ended);
+        res.on('error', (e) => reject(failure ?? e));
+        res.on('aborted', ended);
       });
-      req.on('error', (e) => (abort.aborted ? resolve() : reject(e)));
+      if (silentMs !== undefined) {
+        // The socket's idle timer: re-armed by any byte read, so a live watch never sees it.
+        req.setTimeout(silentMs, () => fail(new HostingError(`watch ${path}: nothing received within ${Math.round(silentMs / 1000)}s`)));
+      }
+      req.on('error', (e) => (abort.aborted ? resolve() : reject(failure ?? e)));
       req.end();
     });
   }

@@ -83,6 +83,15 @@ export interface FakeHostingCluster {
   setNamespace(name: string, phase: 'Active' | 'Terminating' | undefined): void;
   /** Replaces the ConfigMap data (undefined = the ConfigMap does not exist) and notifies watchers. */
   setConfigMap(data: Record<string, string> | undefined): void;
+  /**
+   * The ConfigMap watches asked for (their query strings), in order. A watch with timeoutSeconds
+   * is ended by the server then, as kube-apiserver does, unless `silentWatches` is set: then it
+   * stays open and says nothing (a half-open connection, as the client sees one).
+   */
+  configMapWatches: URLSearchParams[];
+  silentWatches?: boolean;
+  /** Ends every ConfigMap watch with an ERROR event (410 Expired), as kube-apiserver does when the watch's resourceVersion is too old. */
+  expireConfigMapWatches(): void;
   sars(): RecordedCall[];
   tokenReviews(): RecordedCall[];
   close(): Promise<void>;
@@ -150,6 +159,11 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       const type = data === undefined ? 'DELETED' : existed ? 'MODIFIED' : 'ADDED';
       for (const w of watchers) w.write(JSON.stringify({ type, object: cmObject() }) + '\n');
     },
+    configMapWatches: [],
+    expireConfigMapWatches() {
+      const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'too old resource version: 1 (2)', reason: 'Expired', code: 410 };
+      for (const w of [...watchers]) w.end(JSON.stringify({ type: 'ERROR', object: status }) + '\n');
+    },
     sars: () => fake.calls.filter((c) => c.path.endsWith('/subjectaccessreviews')),
     tokenReviews: () => fake.calls.filter((c) => c.path.endsWith('/tokenreviews')),
     async close() {
@@ -214,7 +228,13 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
       res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
       res.flushHeaders();
       watchers.add(res);
-      res.on('close', () => watchers.delete(res));
+      fake.configMapWatches.push(url.searchParams);
+      const timeout = Number(url.searchParams.get('timeoutSeconds') ?? '0');
+      const ender = timeout > 0 && !fake.silentWatches ? setTimeout(() => res.end(), timeout * 1000) : undefined;
+      res.on('close', () => {
+        clearTimeout(ender);
+        watchers.delete(res);
+      });
       const since = Number(url.searchParams.get('resourceVersion') ?? '0');
       if (cmData !== undefined && since < rv) res.write(JSON.stringify({ type: 'ADDED', object: cmObject() }) + '\n');
       return;
