@@ -28,6 +28,7 @@ import { WatchCache, listFromCache, type ResourceCache } from './watch-cache.js'
 import { JsonRows } from './sliced-json.js';
 import { shareWithPrevious } from './shared-values.js';
 import { join } from 'node:path';
+import { runEvery } from '../periodic/shared-timer.js';
 
 export interface EmbeddedStoreOptions {
   /** Persist under `<dataDir>/store/`; memory only when absent. */
@@ -97,7 +98,7 @@ class EmbeddedStore implements Store {
   private readonly members = new Map<string, MemberState>();
   private lastEpoch = Date.now();
   private readonly records = new MemoryRecords();
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly stopSweeper: () => void;
   private log: DurableLog | undefined;
   private closed = false;
   /** Every write up to this RV is on disk (writes are logged in RV order, so one number says it). */
@@ -111,8 +112,8 @@ class EmbeddedStore implements Store {
       freeze: opts.freezeObjects,
       progressRV: () => this.rv,
     });
-    this.sweeper = setInterval(() => this.records.sweep(), RECORD_SWEEP_MS);
-    this.sweeper.unref();
+    // On the shared timer: a 60 s job's wake-up (a followed file's poll) is one of its own.
+    this.stopSweeper = runEvery(RECORD_SWEEP_MS, () => this.records.sweep());
   }
 
   async open(dir: string, opts: DurableLogOptions): Promise<void> {
@@ -370,7 +371,7 @@ class EmbeddedStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.sweeper);
+    this.stopSweeper();
     for (const w of this.durableWaiters.splice(0)) w.reject(new StorageError('Unavailable', 'store is closed'));
     this.cache.stop();
     this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
