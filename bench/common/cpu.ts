@@ -46,6 +46,22 @@ export function processSchedCpuMs(pid: number): number {
   return ns / 1e6;
 }
 
+/**
+ * How many times the scheduler ran the threads of process `pid` so far (every live thread's
+ * schedstat, third field): at rest, its wake-ups. Each costs a fixed price however little it does.
+ */
+export function processSchedRuns(pid: number): number {
+  let runs = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      runs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return runs;
+}
+
 /** User + system CPU time (ms) of each thread of process `pid` so far, summed by thread name (comm). */
 export function threadCpuMs(pid: number): Record<string, number> {
   const out: Record<string, number> = {};

@@ -21,6 +21,15 @@ export interface HostingResponse {
 /** How long the Authorization header from the kubeconfig is reused before asking it again (token files rotate). */
 const AUTH_HEADER_TTL_MS = 60_000;
 
+/**
+ * How long a keep-alive connection to the hosting cluster stays open unused. The calls of a
+ * start-up (the ConfigMap, the APIService, SubjectAccessReviews) open several connections at once;
+ * kept without end, each was closed by the other side whenever it chose (a minute and a half later
+ * by a sandbox), a wake-up of an idle process for each (docs/architecture.md, "At rest and at
+ * start-up"), and descriptors held meanwhile. client-go's transport keeps them 90 s.
+ */
+export const HOSTING_IDLE_SOCKET_MS = 30_000;
+
 export class HostingClient {
   private authHeader: { value?: string; expires: number } = { expires: 0 };
 
@@ -33,6 +42,7 @@ export class HostingClient {
     readonly timeoutMs: number,
     /** Where a logical cluster's calls go (--kcp-server-url); undefined = the kubeconfig's server. */
     private readonly kcpBase?: URL,
+    private readonly idleSocketMs = HOSTING_IDLE_SOCKET_MS,
   ) {}
 
   static async create(opts: HostingClusterOptions): Promise<HostingClient> {
@@ -48,7 +58,7 @@ export class HostingClient {
       ca: probe.ca, cert: probe.cert, key: probe.key,
       rejectUnauthorized: probe.rejectUnauthorized, servername: probe.servername,
     };
-    const client = new HostingClient(kc, base, tls, opts.timeoutMs, opts.kcpServerURL ? new URL(opts.kcpServerURL) : undefined);
+    const client = new HostingClient(kc, base, tls, opts.timeoutMs, opts.kcpServerURL ? new URL(opts.kcpServerURL) : undefined, opts.idleSocketMs);
     client.rememberAuth(probe);
     return client;
   }
@@ -80,13 +90,16 @@ export class HostingClient {
     return new URL(prefix + path, base);
   }
 
-  /** One keep-alive agent per scheme (the kcp URL may differ from the kubeconfig's), with the kubeconfig's TLS material. */
+  /**
+   * One keep-alive agent per scheme (the kcp URL may differ from the kubeconfig's), with the
+   * kubeconfig's TLS material. `timeout` is the idle socket's: the agent closes a free connection
+   * after it (request() sets each call's own timeout while the socket is in use).
+   */
   private agentFor(u: URL): http.Agent {
     let a = this.agents.get(u.protocol);
     if (!a) {
-      a = u.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true, maxSockets: 64 })
-        : new https.Agent({ keepAlive: true, maxSockets: 64, ...this.tls } as https.AgentOptions);
+      const idle = { keepAlive: true, maxSockets: 64, timeout: this.idleSocketMs };
+      a = u.protocol === 'http:' ? new http.Agent(idle) : new https.Agent({ ...idle, ...this.tls } as https.AgentOptions);
       this.agents.set(u.protocol, a);
     }
     return a;

@@ -29,6 +29,8 @@ export interface HostingClusterOptions {
   inCluster: boolean;
   /** Per-call timeout to the hosting cluster. */
   timeoutMs: number;
+  /** How long a keep-alive connection to the hosting cluster is kept idle (default HOSTING_IDLE_SOCKET_MS). */
+  idleSocketMs?: number;
   /**
    * kcp's base URL (--kcp-server-url): a logical cluster's calls go to `<this>/clusters/<name>/...`
    * with the kubeconfig's TLS material and credentials. Undefined = the kubeconfig's server.

@@ -44,6 +44,7 @@ export function instrumentStore(store: Store, registry: Registry): Store {
     checkLease: (n, t) => store.checkLease(n, t),
     releaseLease: (n, h, t) => store.releaseLease(n, h, t),
     heartbeat: (hb) => store.heartbeat(hb),
+    onMembersChanged: (fn) => store.onMembersChanged(fn),
     putRecords: (space, batch) => timed('putRecords', RECORDS, () => store.putRecords(space, batch)),
     getRecords: (space, keys) => timed('getRecords', RECORDS, () => store.getRecords(space, keys)),
     recordStats: (space) => timed('recordStats', RECORDS, () => store.recordStats(space)),

@@ -97,6 +97,7 @@ class EmbeddedStore implements Store {
    */
   private readonly members = new Map<string, MemberState>();
   private lastEpoch = Date.now();
+  private readonly memberListeners = new Set<(by: string) => void>();
   private readonly records = new MemoryRecords();
   private readonly stopSweeper: () => void;
   private log: DurableLog | undefined;
@@ -324,7 +325,15 @@ class EmbeddedStore implements Store {
   async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
     this.writable();
     // In memory only (see `members`): the leases that hang on a membership are not touched.
-    return heartbeatMembers(this.members, hb, Date.now(), () => (this.lastEpoch = Math.max(this.lastEpoch + 1, Date.now())));
+    const r = heartbeatMembers(this.members, hb, Date.now(), () => (this.lastEpoch = Math.max(this.lastEpoch + 1, Date.now())));
+    // Told after this heartbeat's answer, as the Redis store's followers hear it (member log).
+    if (r.changed) for (const fn of this.memberListeners) setImmediate(fn, hb.member);
+    return { members: r.members, epoch: r.epoch };
+  }
+
+  onMembersChanged(listener: (by: string) => void): () => void {
+    this.memberListeners.add(listener);
+    return () => this.memberListeners.delete(listener);
   }
 
   private setLease(name: string, l: LeaseState): Promise<void> {

@@ -169,4 +169,11 @@ export class RedisKeys {
   memberEpochCounter(): string {
     return `${this.prefix}:${this.global()}:member-epoch-seq`;
   }
+  /**
+   * Stream of member set changes (the last 16, field `by`: the member whose heartbeat made it),
+   * which every replica's follower blocks on with the event logs, in their slot.
+   */
+  memberLog(): string {
+    return `${this.prefix}:${this.global()}:member-log`;
+  }
 }

@@ -89,22 +89,39 @@ export function leaseRelease(cur: LeaseState | undefined, holder: string, token:
 /**
  * `member`'s heartbeat (the Redis store does the same in redis/heartbeat.lua): expired members
  * dropped; `member` kept until now + ttl with its epoch, or given a new one (`nextEpoch`) when it
- * was not live; or removed on leave. Returns the live members that take a share, sorted, and
- * `member`'s epoch (0 after leave).
+ * was not live; or removed on leave. A member that takes a share cuts every other membership kept
+ * beyond now + its ttl (a lone replica's solo TTL) back to now + ttl. Returns the live members
+ * that take a share, sorted, `member`'s epoch (0 after leave), and whether the member set changed
+ * (joined, left, expired or cut: the store tells the other members, Store.onMembersChanged).
  */
 export function heartbeatMembers(
   members: Map<string, MemberState>,
   hb: { member: string; ttlMs: number; leave?: boolean; share?: boolean },
   now: number,
   nextEpoch: () => number,
-): { members: string[]; epoch: number } {
-  for (const [m, s] of members) if (s.expiresAt <= now) members.delete(m);
+): { members: string[]; epoch: number; changed: boolean } {
+  let changed = false;
+  for (const [m, s] of members) {
+    if (s.expiresAt > now) continue;
+    members.delete(m);
+    changed = true;
+  }
   let epoch = 0;
-  if (hb.leave) members.delete(hb.member);
+  if (hb.leave) changed = members.delete(hb.member) || changed;
   else {
-    epoch = members.get(hb.member)?.epoch ?? nextEpoch();
-    members.set(hb.member, { expiresAt: now + hb.ttlMs, epoch, share: hb.share !== false });
+    const cur = members.get(hb.member);
+    if (!cur) changed = true;
+    epoch = cur?.epoch ?? nextEpoch();
+    const until = now + hb.ttlMs;
+    members.set(hb.member, { expiresAt: until, epoch, share: hb.share !== false });
+    if (hb.share !== false) {
+      for (const [m, s] of members) {
+        if (m === hb.member || s.expiresAt <= until) continue;
+        s.expiresAt = until;
+        changed = true;
+      }
+    }
   }
   const sharing = [...members].filter(([, s]) => s.share).map(([m]) => m);
-  return { members: sharing.sort(), epoch };
+  return { members: sharing.sort(), epoch, changed };
 }

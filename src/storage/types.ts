@@ -210,6 +210,14 @@ export interface Store {
   releaseLease(name: string, holder: string, token: number): Promise<void>;
   /** Membership heartbeat: keeps every membership lease of the member with it (see Heartbeat). */
   heartbeat(hb: Heartbeat): Promise<HeartbeatResult>;
+  /**
+   * Calls `listener` soon after another member's heartbeat changed the member set (a member joined,
+   * left or expired, or a lone member's solo TTL was cut), with the member whose heartbeat did it,
+   * so that a replica renews at once instead of at its next heartbeat. Also called, with '', after
+   * the store was unreachable (a change may have gone unseen). Best effort: the heartbeat stays the
+   * source of truth. Returns the unsubscribe.
+   */
+  onMembersChanged(listener: (by: string) => void): () => void;
 
   /**
    * Expiring records beside the objects (audit facts, src/attribution): no resourceVersion, no

@@ -1,6 +1,7 @@
 // The store contract: every backend runs these same tests (embedded.test.ts, redis.test.ts).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { until } from '../support/deadline.js';
 import {
   DEFAULT_CLUSTER,
   StorageError,
@@ -327,8 +328,9 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     assert.equal(await store.checkLease('t1', a1.token), false);
     const b1 = (await store.acquireMemberLease('t1', 'b', hb.epoch))!;
     assert.ok(b1.token > a1.token);
-    // b's membership expires (a 1 ms heartbeat): its lease goes with it, at once, for everyone.
-    await store.heartbeat({ member: 'b', ttlMs: 1 });
+    // b's membership expires (a 1 ms heartbeat): its lease goes with it, at once, for everyone. (It
+    // takes no share in that heartbeat, so it cuts no other membership back to 1 ms: next test.)
+    await store.heartbeat({ member: 'b', ttlMs: 1, share: false });
     await wait(5);
     assert.equal(await store.checkLease('t1', b1.token), false);
     assert.equal(await store.renewLease('t1', 'b', b1.token, 60_000), false);
@@ -356,6 +358,33 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
     const ttl = (await store.acquireLease('t1', 'x', 60_000))!;
     assert.ok(ttl.token > a2.token);
     assert.equal(await store.acquireMemberLease('t1', 'a', ha.epoch), null, 'an unexpired TTL lease is held');
+  });
+
+  test(`${name}: a member that takes a share cuts longer memberships back to its TTL; changes of the member set are told to the others`, async (t) => {
+    const { store } = await factory(t);
+    const told: string[] = [];
+    const unsubscribe = store.onMembersChanged((by) => told.push(by));
+    t.after(unsubscribe);
+    // a alone, for a long (solo) TTL, holding a lease.
+    const ha = await store.heartbeat({ member: 'a', ttlMs: 60_000 });
+    const a1 = (await store.acquireMemberLease('t1', 'a', ha.epoch))!;
+    await until(() => told.includes('a'), 'a\'s join to be told', 5_000, 5);
+    // An observer (no share) with a short TTL cuts nothing.
+    await store.heartbeat({ member: 'o', ttlMs: 200, share: false });
+    // b joins with a 300 ms TTL: a's membership now ends with b's, unless a renews.
+    const hb = await store.heartbeat({ member: 'b', ttlMs: 300 });
+    assert.deepEqual(hb.members, ['a', 'b']);
+    await until(() => told.includes('b'), 'b\'s join to be told', 5_000, 5);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(await store.checkLease('t1', a1.token), false, "a's membership was cut to b's TTL and ran out, its lease with it");
+    const again = await store.heartbeat({ member: 'a', ttlMs: 60_000 });
+    assert.notEqual(again.epoch, ha.epoch, 'a comes back with a new epoch');
+    await until(() => told.filter((m) => m === 'a').length === 2, "a's return to be told", 5_000, 5);
+    // Renewals that change nothing are not told: a renews (same epoch, cuts nobody: b is gone).
+    const n = told.length;
+    assert.equal((await store.heartbeat({ member: 'a', ttlMs: 60_000 })).epoch, again.epoch);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(told.slice(n), [], 'a renewal that changed no member is not told');
   });
 
   test(`${name}: concurrent compare-and-swap: one winner per round`, async (t) => {

@@ -47,6 +47,8 @@ export interface TokenReviewUser {
 
 export interface FakeHostingCluster {
   url: string;
+  /** Client connections open now. */
+  openConnections(): number;
   kubeconfigPath: string;
   calls: RecordedCall[];
   /** Decide a SubjectAccessReview: return allowed/denied/reason or an HTTP error/hang. Default: deny. */
@@ -136,6 +138,7 @@ export async function startFakeHostingCluster(): Promise<FakeHostingCluster> {
 
   const fake: FakeHostingCluster = {
     url: '',
+    openConnections: () => sockets.size,
     kubeconfigPath: join(dir, 'kubeconfig'),
     calls: [],
     onSAR: () => ({ allowed: false }),

@@ -185,7 +185,7 @@ test('leases: a store outage shorter than the TTL (a Redis failover) keeps every
   assert.deepEqual(lost.sort(), [...names3].sort());
 });
 
-test('leases: a lone replica renews for the solo TTL, a sixth as often, each heartbeat within the TTL the last one renewed; the heartbeat that sees a second one cuts its TTL back at once', { timeout: 20_000 }, async (t) => {
+test('leases: a lone replica renews for the solo TTL, a sixth as often, each heartbeat within the TTL the last one renewed; told of a join or a leave, it renews for the TTL at once', { timeout: 20_000 }, async (t) => {
   const store = await createStore({ storage: 'embedded' });
   t.after(() => store.close());
   const clock = new ManualClock();
@@ -212,31 +212,38 @@ test('leases: a lone replica renews for the solo TTL, a sixth as often, each hea
   // TTL: 41 heartbeats of 10 s.
   for (let i = 0; i < 120; i++) await step();
   assert.deepEqual(sent, [[0, 10_000], [3_000, 60_000], [21_000, 60_000], [39_000, 60_000], [57_000, 60_000], [75_000, 60_000], [93_000, 60_000], [111_000, 60_000]]);
-  // b joins; a sees it at its next heartbeat (within one solo interval), rebalances, and renews at
-  // once for the TTL, so that b would take over within the TTL should a die now; then every 3 s.
+  // b joins at 120 s. Its heartbeat changed the member set, so the store tells a
+  // (Store.onMembersChanged), which renews at once for the TTL and sees b, instead of at its next
+  // solo heartbeat (129 s); then every 3 s. (b's heartbeat also cut a's 60 s membership back to
+  // its own TTL: redis/heartbeat.lua, storage/lease.ts.)
   const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 10_000, heartbeatMs: 3_000, soloTtlMs: 60_000 });
   t.after(() => b.stop());
-  await b.start();
   const joined = sent.length;
-  for (let i = 0; i < 20; i++) await step();
+  await b.start();
+  await until(() => clock.timers > 0 && clock.nextTimerAt() === clock.now(), 'a to be told of b', 2_000, 1);
+  clock.advance(0);
+  await until(() => settled === sent.length, 'the heartbeat to settle', 2_000, 1);
   assert.deepEqual(a.members(), ['a', 'b']);
-  assert.deepEqual(sent.slice(joined, joined + 2), [[129_000, 60_000], [129_000, 10_000]], 'the heartbeat that saw b, then one at once for the TTL');
-  assert.deepEqual(sent.slice(joined + 2).map(([, ttl]) => ttl), [10_000, 10_000, 10_000]);
-  // b leaves: the heartbeat that finds a alone again renewed for the TTL; the next, one interval
-  // later, for the solo TTL; then one per solo interval.
+  for (let i = 0; i < 20; i++) await step();
+  assert.deepEqual(sent.slice(joined), [[120_000, 10_000], [123_000, 10_000], [126_000, 10_000], [129_000, 10_000], [132_000, 10_000], [135_000, 10_000], [138_000, 10_000]], 'told of b: at once for the TTL, then one per interval');
+  // b leaves at 140 s: a is told, renews at once (for the TTL) and finds itself alone; the next,
+  // one interval later, for the solo TTL; then one per solo interval.
   await b.stop();
   const left = sent.length;
+  await until(() => clock.nextTimerAt() === clock.now(), 'a to be told of the leave', 2_000, 1);
+  clock.advance(0);
+  await until(() => settled === sent.length, 'the heartbeat to settle', 2_000, 1);
   for (let i = 0; i < 30; i++) await step();
   assert.deepEqual(a.members(), ['a']);
-  assert.deepEqual(sent.slice(left).map(([, ttl]) => ttl), [10_000, 60_000, 60_000]);
+  assert.deepEqual(sent.slice(left), [[140_000, 10_000], [143_000, 60_000], [161_000, 60_000]]);
   // Throughout, each heartbeat was sent within the TTL the one before renewed, one interval to spare.
   for (let i = 1; i < sent.length; i++) assert.ok(sent[i]![0] + 3_000 <= sent[i - 1]![0] + sent[i - 1]![1], `heartbeat ${i} at ${sent[i]![0]} ms: the membership renewed at ${sent[i - 1]![0]} ms for ${sent[i - 1]![1]} ms`);
 });
 
 test('replica flags: defaults, bounds and their messages', () => {
-  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });
-  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 30_000 });
-  // Off by default (the solo TTL is the TTL); an explicit one may equal it (no difference) or be longer.
+  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 60_000 });
+  // 60 s by default, or the TTL when that is longer; an explicit one may equal the TTL (no difference) or be longer.
   assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '2m' }, parseDuration), { leaseTtlMs: 120_000, heartbeatMs: 40_000, soloLeaseTtlMs: 120_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '60s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '10s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });

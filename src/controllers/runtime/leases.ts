@@ -19,12 +19,18 @@
 // replica still holds the lease (and that its membership is still live).
 //
 // A replica that the last heartbeat found alone (no other member takes a share) renews for
-// --replica-solo-lease-ttl instead, a third as often (soloTtlMs; every wake-up of an idle process
-// is CPU at rest: docs/architecture.md, "At rest and at start-up"). Nobody is waiting for its
-// leases then, so only two things take longer: a replica that joins is seen at the lone one's next
-// heartbeat (one solo interval instead of one interval), and a lone replica that dies (SIGKILL)
-// is taken over by its successor within the solo TTL. The first heartbeat that sees another member
-// goes back to the TTL and its interval.
+// --replica-solo-lease-ttl instead (default 60 s), a sixth as often (soloTtlMs; every wake-up of
+// an idle process is CPU at rest: docs/architecture.md, "At rest and at start-up"). Nobody is
+// waiting for its leases then, and whoever comes takes no longer to take over than from any replica:
+// - the heartbeat of a replica that joins cuts every membership kept beyond its own TTL back to it
+//   (redis/heartbeat.lua), so a lone replica that crashed (a restarted container's successor) or
+//   dies right after the join is taken over within the TTL;
+// - that heartbeat writes the member log, which the lone replica's follower blocks on
+//   (Store.onMembersChanged): it renews for the TTL at once (nudge()), so its membership, still
+//   live, never lapses while it waits for its next solo heartbeat. A nudge that never arrives
+//   (the follower was down) costs a lapse: the membership expires, the next heartbeat finds a new
+//   epoch and the leases are taken again, as after any stall. The heartbeat stays the truth.
+// The first heartbeat that sees another member goes back to the TTL and its interval.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { KubeObject, Store } from '../../storage/types.js';
@@ -33,7 +39,7 @@ import type { Logger } from '../../metrics/logger.js';
 import { ownerOf } from './shards.js';
 import { realClock, type Clock, type ClockTimer } from './clock.js';
 
-export type LeaseStore = Pick<Store, 'acquireMemberLease' | 'checkLease' | 'releaseLease' | 'heartbeat'>;
+export type LeaseStore = Pick<Store, 'acquireMemberLease' | 'checkLease' | 'releaseLease' | 'heartbeat'> & Partial<Pick<Store, 'onMembersChanged'>>;
 
 export interface HeldLease {
   readonly name: string;
@@ -53,7 +59,8 @@ export interface LeaseKeeperOptions {
   heartbeatMs?: number;
   /**
    * The membership TTL while the last heartbeat found no other member taking a share (default
-   * ttlMs: no difference). The heartbeat then runs heartbeatMs × soloTtlMs / ttlMs apart.
+   * ttlMs: no difference; the server's default is DEFAULT_SOLO_LEASE_TTL_MS). The heartbeat then
+   * runs heartbeatMs × soloTtlMs / ttlMs apart.
    */
   soloTtlMs?: number;
   /**
@@ -68,6 +75,8 @@ export interface LeaseKeeperOptions {
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
+/** --replica-solo-lease-ttl's default (runtime/replica-flags.ts). */
+export const DEFAULT_SOLO_LEASE_TTL_MS = 60_000;
 
 /** The lease name for one GitTarget, shared by every controller that works on it (mirror, windows). */
 export function targetLeaseName(t: { cluster: string; namespace: string; name: string; uid: string }): string {
@@ -112,6 +121,9 @@ export class LeaseKeeper {
   private alone = false;
   /** The next heartbeat runs at once (the solo TTL it last renewed must be cut back to the TTL). */
   private renewNow = false;
+  /** Another member changed the member set since the last heartbeat was sent: the next one renews for the TTL. */
+  private nudged = false;
+  private readonly unsubscribe: (() => void) | undefined;
   /** The TTL the last heartbeat that succeeded renewed the membership for. */
   private renewedTtlMs: number;
   private timer: ClockTimer | undefined;
@@ -138,13 +150,26 @@ export class LeaseKeeper {
     this.renewedTtlMs = this.ttlMs;
     this.liveMembers = [this.holder];
     this.clock = opts.clock ?? realClock;
+    this.unsubscribe = store.onMembersChanged?.((by) => by !== this.holder && this.nudge());
     this.schedule();
   }
 
+  /**
+   * Another member's heartbeat changed the member set (it joined, left or expired, or cut this
+   * replica's solo TTL): renew now, for the TTL, and see the new members. One heartbeat, however
+   * many nudges arrive meanwhile; this replica's own heartbeats never nudge it.
+   */
+  private nudge(): void {
+    if (this.stopped) return;
+    this.nudged = true;
+    if (this.beating) this.renewNow = true;
+    else this.schedule(0);
+  }
+
   /** The next heartbeat, one interval after the last one ended. */
-  private schedule(): void {
+  private schedule(delayMs?: number): void {
     this.timer?.cancel();
-    const ms = this.renewNow ? 0 : this.intervalMs();
+    const ms = delayMs ?? (this.renewNow ? 0 : this.intervalMs());
     this.renewNow = false;
     this.timer = this.stopped ? undefined : this.clock.setTimeout(() => void this.beat(), ms);
   }
@@ -259,6 +284,7 @@ export class LeaseKeeper {
   /** Releases every lease, then leaves the live members, so the others take over at their next heartbeat. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
     this.timer?.cancel();
     await this.beating;
     this.claims.clear();
@@ -280,7 +306,8 @@ export class LeaseKeeper {
     if (this.stopped) return;
     let r;
     const sentAt = this.clock.now();
-    const ttlMs = this.alone ? this.soloTtlMs : this.ttlMs;
+    const ttlMs = this.alone && !this.nudged ? this.soloTtlMs : this.ttlMs;
+    this.nudged = false;
     try {
       r = await this.store.heartbeat({ member: this.holder, ttlMs, share: this.opts.member !== false });
     } catch (e) {
@@ -315,7 +342,7 @@ export class LeaseKeeper {
     this.alone = r.members.every((m) => m === this.holder);
     // This heartbeat kept the membership for the solo TTL: renew it for the TTL at once, so that
     // the replica that just joined takes over within the TTL should this one die now.
-    if (wasAlone && !this.alone) this.renewNow = true;
+    if (wasAlone && !this.alone && ttlMs > this.ttlMs) this.renewNow = true;
     if (this.opts.member !== false) this.setMembers(r.members.includes(this.holder) ? r.members : [...r.members, this.holder].sort());
   }
 

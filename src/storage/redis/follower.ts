@@ -64,6 +64,16 @@ export class RedisCacheFollower {
   private maxRV = 0;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Told of member set changes (Store.onMembersChanged): while any is, the XREAD covers the member log too. */
+  private readonly memberListeners = new Set<(by: string) => void>();
+  /** The XREAD in flight covers the member log. */
+  private coveredMembers = false;
+  /**
+   * The last member log entry seen. From the start of the log at first: the few entries it keeps
+   * (MAXLEN 16) are told once, a spurious renewal at most, where starting from its newest entry
+   * (read after the listener subscribed) could miss one written in between.
+   */
+  private memberLogId = '0-0';
 
   constructor(private readonly deps: FollowerDeps) {
     deps.sub.on('ready', () => {
@@ -92,6 +102,23 @@ export class RedisCacheFollower {
     this.cache.stop();
     this.cache.closeAll(new StorageError('Unavailable', 'store is closed'));
     this.wake?.();
+  }
+
+  /**
+   * Tells `listener` of every member log entry (redis/heartbeat.lua writes one per change of the
+   * member set), and of a recovery from an outage with '' (entries may have been missed while the
+   * follower was down). Returns the unsubscribe.
+   */
+  onMembersChanged(listener: (by: string) => void): () => void {
+    this.memberListeners.add(listener);
+    void this.interrupt();
+    this.wake?.();
+    return () => this.memberListeners.delete(listener);
+  }
+
+  /** The XREAD in flight misses a loaded log, or the member log while someone listens to it. */
+  private uncovered(): boolean {
+    return this.covered < this.byLog.size || (!this.coveredMembers && this.memberListeners.size > 0);
   }
 
   /** The cached state of `res`, loaded on first use (and the follower told to include its log). */
@@ -130,7 +157,7 @@ export class RedisCacheFollower {
     if (this.unblocking || !(this.deps.cmd instanceof Redis)) return;
     this.unblocking = true;
     try {
-      for (let pause = 1; !this.closed && this.blocked && this.covered < this.byLog.size; pause = Math.min(pause * 2, 100)) {
+      for (let pause = 1; !this.closed && this.blocked && this.uncovered(); pause = Math.min(pause * 2, 100)) {
         if (this.subId !== undefined) await this.deps.cmd.client('UNBLOCK', this.subId).catch(() => 0);
         await new Promise((r) => setTimeout(r, pause));
       }
@@ -267,19 +294,33 @@ export class RedisCacheFollower {
     let backoff = 50;
     while (!this.closed) {
       const sts = [...this.byLog.values()];
-      if (sts.length === 0) {
+      const members = this.memberListeners.size > 0;
+      if (sts.length === 0 && !members) {
         await new Promise<void>((r) => (this.wake = r));
         this.wake = undefined;
         continue;
       }
+      const memberLog = this.deps.keys.memberLog();
       try {
+        const keys = sts.map((s) => s.logKey);
+        const ids = sts.map((s) => `${s.lastLogRV}-0`);
+        if (members) keys.push(memberLog), ids.push(this.memberLogId);
         this.blocked = true;
         this.covered = sts.length;
+        this.coveredMembers = members;
         const block = this.deps.sub instanceof Cluster ? 500 : FOLLOW_BLOCK_MS; // no CLIENT UNBLOCK on Cluster
-        const r = (await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...sts.map((s) => s.logKey), ...sts.map((s) => `${s.lastLogRV}-0`))) as [string, Raw[]][] | null;
+        const r = (await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...keys, ...ids)) as [string, Raw[]][] | null;
         this.blocked = false;
-        if (this.error) await this.recovered();
+        if (this.error) {
+          await this.recovered();
+          this.tellMembers(['']);
+        }
         for (const [k, entries] of r ?? []) {
+          if (k === memberLog) {
+            this.memberLogId = entries.at(-1)?.[0] ?? this.memberLogId;
+            this.tellMembers(entries.map((e) => e[1][1] ?? ''));
+            continue;
+          }
           const st = this.byLog.get(k);
           if (st && !st.reloading) this.apply(st, entries);
         }
@@ -296,6 +337,10 @@ export class RedisCacheFollower {
         backoff = Math.min(backoff * 2, 250);
       }
     }
+  }
+
+  private tellMembers(by: string[]): void {
+    for (const m of new Set(by)) for (const fn of this.memberListeners) fn(m);
   }
 
   private async recovered(): Promise<void> {

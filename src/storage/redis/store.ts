@@ -268,7 +268,7 @@ class RedisStore implements Store {
   }
 
   async heartbeat(hb: Heartbeat): Promise<HeartbeatResult> {
-    const keys = [this.keys.members(), this.keys.memberEpochs(), this.keys.memberEpochCounter()];
+    const keys = [this.keys.members(), this.keys.memberEpochs(), this.keys.memberEpochCounter(), this.keys.memberLog()];
     const args = [hb.member, Math.ceil(hb.ttlMs), hb.leave ? '1' : '0', hb.share === false ? '0' : '1'];
     try {
       // Like a renewal (lease()): under waitReplicas, an extension no replica has is not trusted.
@@ -277,6 +277,10 @@ class RedisStore implements Store {
     } catch (err) {
       throw this.unavailable(err);
     }
+  }
+
+  onMembersChanged(listener: (by: string) => void): () => void {
+    return this.follower.onMembersChanged(listener);
   }
 
   // ---- expiring records (records.lua) -------------------------------------------------------
