@@ -17,8 +17,16 @@ interface Group {
   nextDue: number;
 }
 
-/** A timer firing this close before a group's grid point counts as on time (node rounds to 1 ms). */
-const EARLY_MS = 2;
+/**
+ * A timer firing this close before a group's grid point counts as on time. Node counts a timeout
+ * from the event loop's cached time, which is older than performance.now() by however long the
+ * current turn has run, so a timer armed late in a busy turn fires that much early; running the
+ * job then saves a wake-up to run it a few ms later. A hundredth of the period (at most 1 s, at
+ * least 2 ms, node's rounding).
+ */
+function earlyMs(periodMs: number): number {
+  return Math.max(2, Math.min(1000, periodMs / 100));
+}
 
 const groups = new Map<number, Group>();
 let timer: NodeJS.Timeout | undefined;
@@ -48,7 +56,7 @@ function fire(): void {
   wakeUps++;
   const now = performance.now();
   for (const g of [...groups.values()]) {
-    if (g.nextDue > now + EARLY_MS) continue;
+    if (g.nextDue > now + earlyMs(g.periodMs)) continue;
     g.nextDue = nextGridPoint(g.periodMs, Math.max(now, g.nextDue));
     for (const job of [...g.jobs]) {
       // A job that was stopped by an earlier one in this wake-up does not run.
