@@ -39,7 +39,7 @@ export interface ControllerDeps {
   leaseTtlMs?: number;
   /** How often the replica heartbeat renews its membership, which every held lease lives with (--replica-heartbeat-interval; default leaseTtlMs / 3). */
   heartbeatMs?: number;
-  /** The membership TTL while this replica is the only live one (--replica-solo-lease-ttl; default here leaseTtlMs, no difference; the server's flag defaults to 60 s). */
+  /** The membership TTL while this replica is the only live one (--replica-solo-lease-ttl; default here leaseTtlMs, no difference; the server's flag defaults to 2 min). */
   soloLeaseTtlMs?: number;
   requestGraceMs?: number;
   /** The mirror's default source cluster (--kubeconfig, in-cluster, or the sandbox); also where kubeconfig Secrets are read. */

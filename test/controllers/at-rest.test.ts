@@ -32,7 +32,7 @@ const TENANTS = ['quiet-a', 'quiet-b', 'quiet-c'];
 
 test('Ready GitTargets at rest: no Redis reads or writes but one membership heartbeat per solo interval for all their leases, past the 10 s recheck', { timeout: 120_000 }, async (t) => {
   const redisServer = await startRedis();
-  // The default flags: a lone replica renews for the solo TTL, 60 s (src/controllers/runtime/replica-flags.ts).
+  // The default flags: a lone replica renews for the solo TTL, 2 min (src/controllers/runtime/replica-flags.ts).
   const server = await startServer(['--storage=redis', '--redis-url', redisServer.url, '--sandbox', '--controllers=all']).catch(async (e) => {
     await redisServer.stop();
     throw e;
@@ -66,7 +66,7 @@ test('Ready GitTargets at rest: no Redis reads or writes but one membership hear
   // anything else happened, and nothing was written (no HSET: no lease renewed one by one).
   const other = Object.fromEntries(Object.entries(ran).filter(([k]) => !AT_REST.has(k)));
   assert.deepEqual(other, {}, `Redis commands at rest beyond the heartbeat and the store's own ticks: ${JSON.stringify(ran)}`);
-  // The only replica renews for its solo TTL, 60 s, every 20 s (src/controllers/runtime/leases.ts):
+  // The only replica renews for its solo TTL, 2 min, every 40 s (src/controllers/runtime/leases.ts):
   // at most one heartbeat in 12 s, where every ttl/3 = 3.3 s made 3 to 5. Each is exactly the
   // commands of heartbeat.lua (ZRANGEBYSCORE twice: the expired members, and memberships to cut),
   // whatever the number of leases held, and no XADD: nothing changed the member set.

@@ -241,10 +241,10 @@ test('leases: a lone replica renews for the solo TTL, a sixth as often, each hea
 });
 
 test('replica flags: defaults, bounds and their messages', () => {
-  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
-  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 60_000 });
-  // 60 s by default, or the TTL when that is longer; an explicit one may equal the TTL (no difference) or be longer.
-  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '2m' }, parseDuration), { leaseTtlMs: 120_000, heartbeatMs: 40_000, soloLeaseTtlMs: 120_000 });
+  assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 120_000 });
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 120_000 });
+  // 2 min by default, or the TTL when that is longer; an explicit one may equal the TTL (no difference) or be longer.
+  assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '3m' }, parseDuration), { leaseTtlMs: 180_000, heartbeatMs: 60_000, soloLeaseTtlMs: 180_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '60s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 60_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-solo-lease-ttl': '10s' }, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 10_000 });
   assert.throws(() => parseReplicaFlags({ 'replica-solo-lease-ttl': '5s' }, parseDuration), { message: '--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (10s) and 5m (e.g. 60s), got "5s"' });

@@ -19,7 +19,7 @@
 // replica still holds the lease (and that its membership is still live).
 //
 // A replica that the last heartbeat found alone (no other member takes a share) renews for
-// --replica-solo-lease-ttl instead (default 60 s), a sixth as often (soloTtlMs; every wake-up of
+// --replica-solo-lease-ttl instead (default 2 min), a twelfth as often (soloTtlMs; every wake-up of
 // an idle process is CPU at rest: docs/architecture.md, "At rest and at start-up"). Nobody is
 // waiting for its leases then, and whoever comes takes no longer to take over than from any replica:
 // - the heartbeat of a replica that joins cuts every membership kept beyond its own TTL back to it
@@ -59,7 +59,7 @@ export interface LeaseKeeperOptions {
   heartbeatMs?: number;
   /**
    * The membership TTL while the last heartbeat found no other member taking a share (default
-   * ttlMs: no difference; the server's default is DEFAULT_SOLO_LEASE_TTL_MS). The heartbeat then
+   * ttlMs: no difference; the server's flag defaults to 2 min). The heartbeat then
    * runs heartbeatMs × soloTtlMs / ttlMs apart.
    */
   soloTtlMs?: number;
@@ -75,8 +75,6 @@ export interface LeaseKeeperOptions {
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
-/** --replica-solo-lease-ttl's default (runtime/replica-flags.ts). */
-export const DEFAULT_SOLO_LEASE_TTL_MS = 60_000;
 
 /** The lease name for one GitTarget, shared by every controller that works on it (mirror, windows). */
 export function targetLeaseName(t: { cluster: string; namespace: string; name: string; uid: string }): string {

@@ -27,8 +27,8 @@ export const REPLICA_FLAGS = [
   {
     name: 'replica-solo-lease-ttl',
     description:
-      'The membership TTL of a replica while it is the only live one (Go duration, from --replica-lease-ttl to 5m; default 60s, or --replica-lease-ttl when that is longer). A lone replica renews in the same proportion less often (every 20 s at the defaults instead of every 3.3 s): CPU at rest. Failover does not wait for it: a replica that joins cuts a longer membership back to --replica-lease-ttl, and the lone replica, told at once, renews for that TTL.',
-    default: '60s',
+      'The membership TTL of a replica while it is the only live one (Go duration, from --replica-lease-ttl to 5m; default 2m, or --replica-lease-ttl when that is longer). A lone replica renews in the same proportion less often (every 40 s at the defaults instead of every 3.3 s): CPU at rest. Failover does not wait for it: a replica that joins cuts a longer membership back to --replica-lease-ttl, and the lone replica, told at once, renews for that TTL.',
+    default: '2m',
   },
 ];
 
@@ -43,7 +43,7 @@ export function parseReplicaFlags(values: Record<string, string | undefined>, pa
   // The default follows a longer --replica-lease-ttl; a joiner cuts it back to the TTL in any case
   // (redis/heartbeat.lua), so a takeover never waits for it (test/controllers/crash.test.ts).
   const soloText = values['replica-solo-lease-ttl'] ?? '';
-  const soloLeaseTtlMs = soloText === '' ? Math.max(leaseTtlMs, 60_000) : parseDuration(soloText);
+  const soloLeaseTtlMs = soloText === '' ? Math.max(leaseTtlMs, 120_000) : parseDuration(soloText);
   if (soloLeaseTtlMs === undefined || soloLeaseTtlMs < leaseTtlMs || soloLeaseTtlMs > 300_000) {
     throw new ReplicaFlagError(`--replica-solo-lease-ttl: must be a duration between --replica-lease-ttl (${leaseTtlMs / 1000}s) and 5m (e.g. 60s), got ${JSON.stringify(soloText)}`);
   }
