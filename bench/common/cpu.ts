@@ -35,15 +35,20 @@ export function processCpuMs(pid: number): number {
  * during a measurement takes its time with it; at rest none does.
  */
 export function processSchedCpuMs(pid: number): number {
-  let ns = 0;
+  return schedstatSum(pid, 0) / 1e6;
+}
+
+/** One field of /proc/<pid>/task/<tid>/schedstat summed over every live thread: 0 ns on CPU, 2 times run. */
+function schedstatSum(pid: number, field: number): number {
+  let sum = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[field]);
     } catch {
       // The thread ended meanwhile.
     }
   }
-  return ns / 1e6;
+  return sum;
 }
 
 /**
@@ -51,15 +56,7 @@ export function processSchedCpuMs(pid: number): number {
  * schedstat, third field): at rest, its wake-ups. Each costs a fixed price however little it does.
  */
 export function processSchedRuns(pid: number): number {
-  let runs = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      runs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return runs;
+  return schedstatSum(pid, 2);
 }
 
 /** User + system CPU time (ms) of each thread of process `pid` so far, summed by thread name (comm). */
