@@ -240,6 +240,50 @@ test('leases: a lone replica renews for the solo TTL, a sixth as often, each hea
   for (let i = 1; i < sent.length; i++) assert.ok(sent[i]![0] + 3_000 <= sent[i - 1]![0] + sent[i - 1]![1], `heartbeat ${i} at ${sent[i]![0]} ms: the membership renewed at ${sent[i - 1]![0]} ms for ${sent[i - 1]![1]} ms`);
 });
 
+test('leases: a lone replica whose heartbeat failed tries again one short interval later, and a nudge that heartbeat carried still renews for the TTL', { timeout: 20_000 }, async (t) => {
+  const store = await createStore({ storage: 'embedded' });
+  t.after(() => store.close());
+  const clock = new ManualClock();
+  const t0 = clock.now();
+  let down = false;
+  let settled = 0;
+  // a's heartbeats: when each was sent (ms after start), the TTL asked, and whether the store took it.
+  const sent: Array<[number, number, boolean]> = [];
+  const aStore = withOverrides(store, {
+    heartbeat: (hb) => {
+      sent.push([clock.now() - t0, hb.ttlMs, !down]);
+      return (down ? Promise.reject(new Error('connection closed')) : store.heartbeat(hb)).finally(() => settled++);
+    },
+  });
+  const a = new LeaseKeeper(aStore, { holder: 'a', ttlMs: 10_000, heartbeatMs: 3_000, soloTtlMs: 60_000, clock });
+  t.after(() => a.stop());
+  await a.start();
+  const step = async (ms: number) => {
+    clock.advance(ms);
+    await until(() => settled === sent.length, 'the heartbeat to settle', 2_000, 1);
+    await new Promise((r) => setImmediate(r));
+  };
+  for (let i = 0; i < 20; i++) await step(1_000);
+  // Alone: for the TTL at start, then for the solo TTL, every 18 s. The store fails from 20 s on:
+  // the heartbeat due at 21 s fails, and the next is tried 3 s later, not a solo interval later.
+  down = true;
+  for (let i = 0; i < 5; i++) await step(1_000);
+  // b joins at 25 s: a is told and tries at once, for the TTL; failing, it keeps asking for the TTL.
+  const b = new LeaseKeeper(store, { holder: 'b', ttlMs: 10_000, heartbeatMs: 3_000, soloTtlMs: 60_000 });
+  t.after(() => b.stop());
+  await b.start();
+  await until(() => clock.nextTimerAt() === clock.now(), 'a to be told of b', 2_000, 1);
+  await step(0);
+  for (let i = 0; i < 5; i++) await step(1_000);
+  down = false;
+  for (let i = 0; i < 4; i++) await step(1_000);
+  assert.deepEqual(sent, [
+    [0, 10_000, true], [3_000, 60_000, true], [21_000, 60_000, false], [24_000, 60_000, false],
+    [25_000, 10_000, false], [28_000, 10_000, false], [31_000, 10_000, true], [34_000, 10_000, true],
+  ]);
+  assert.deepEqual(a.members(), ['a', 'b']);
+});
+
 test('replica flags: defaults, bounds and their messages', () => {
   assert.deepEqual(parseReplicaFlags({}, parseDuration), { leaseTtlMs: 10_000, heartbeatMs: 3_333, soloLeaseTtlMs: 120_000 });
   assert.deepEqual(parseReplicaFlags({ 'replica-lease-ttl': '30s', 'replica-heartbeat-interval': '5s' }, parseDuration), { leaseTtlMs: 30_000, heartbeatMs: 5_000, soloLeaseTtlMs: 120_000 });

@@ -178,7 +178,8 @@ export class LeaseKeeper {
    * next one must come within it.
    */
   private intervalMs(): number {
-    return this.alone && this.renewedTtlMs === this.soloTtlMs ? this.soloHeartbeatMs : this.heartbeatMs;
+    // A heartbeat that failed is tried again one (short) interval later, alone or not.
+    return this.alone && !this.failing && this.renewedTtlMs === this.soloTtlMs ? this.soloHeartbeatMs : this.heartbeatMs;
   }
 
   /** Joins the live members now (the first heartbeat), so ownership is known before the controllers start. */
@@ -304,7 +305,8 @@ export class LeaseKeeper {
     if (this.stopped) return;
     let r;
     const sentAt = this.clock.now();
-    const ttlMs = this.alone && !this.nudged ? this.soloTtlMs : this.ttlMs;
+    const nudged = this.nudged;
+    const ttlMs = this.alone && !nudged ? this.soloTtlMs : this.ttlMs;
     this.nudged = false;
     try {
       r = await this.store.heartbeat({ member: this.holder, ttlMs, share: this.opts.member !== false });
@@ -315,10 +317,13 @@ export class LeaseKeeper {
       // every lease and re-snapshotted its GitTargets). Once the next heartbeat could come too
       // late, the membership may expire and the leases be taken: they are given up here (fail
       // closed), their work stops, and the controllers ask again when the store answers.
+      const first = !this.failing;
+      this.failing = true;
       const intervalMs = this.intervalMs();
       const expiring = this.clock.now() + intervalMs >= this.liveUntil;
-      if (!this.failing) this.opts.log?.warn('heartbeat failed', { error: (e as Error).message, leases: this.held.size, leasesKeptMs: Math.max(0, Math.round(this.liveUntil - intervalMs - this.clock.now())) });
-      this.failing = true;
+      if (first) this.opts.log?.warn('heartbeat failed', { error: (e as Error).message, leases: this.held.size, leasesKeptMs: Math.max(0, Math.round(this.liveUntil - intervalMs - this.clock.now())) });
+      // A nudge this heartbeat carried still holds: the next one renews for the TTL.
+      if (nudged) this.nudged = true;
       if (expiring && this.held.size > 0) {
         this.opts.log?.warn('heartbeat failed until the membership may expire: leases given up until the store answers', { leases: this.held.size });
         for (const l of [...this.held.values()]) this.lose(l);
