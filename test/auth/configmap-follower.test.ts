@@ -29,7 +29,7 @@ async function follow(t: TestContext, opts: { deadWatchGraceMs?: number } = {}) 
   return { fake, follower, seen, warnings, gets };
 }
 
-test('watches the server ends are resumed from their resourceVersion with no GET; a change between them still arrives', async (t) => {
+test('watches the server ends are resumed from their resourceVersion with no GET; a change between them still arrives', { timeout: 20_000 }, async (t) => {
   const { fake, seen, warnings, gets } = await follow(t);
   assert.equal(gets(), 1);
   await until(() => fake.configMapWatches.length >= 3, 'three watches (two ended by the server)', 10_000);
@@ -50,7 +50,7 @@ test('watches the server ends are resumed from their resourceVersion with no GET
   assert.equal(fake.configMapWatches[fake.configMapWatches.length - 1]!.get('resourceVersion'), '3');
 });
 
-test('an ERROR event (410 Expired) ends the watch and the ConfigMap is read once before the next', async (t) => {
+test('an ERROR event (410 Expired) ends the watch and the ConfigMap is read once before the next', { timeout: 20_000 }, async (t) => {
   const { fake, seen, gets } = await follow(t);
   await until(() => fake.configMapWatches.length >= 1, 'the first watch', 5_000);
   const watchesBefore = fake.configMapWatches.length;
@@ -61,7 +61,7 @@ test('an ERROR event (410 Expired) ends the watch and the ConfigMap is read once
   assert.deepEqual(seen, ['one', 'one']);
 });
 
-test('a watch on which nothing arrives past its timeout is dropped as dead and the ConfigMap read again', async (t) => {
+test('a watch on which nothing arrives past its timeout is dropped as dead and the ConfigMap read again', { timeout: 20_000 }, async (t) => {
   const { fake, warnings, gets } = await follow(t, { deadWatchGraceMs: 300 });
   fake.silentWatches = true;
   await until(() => fake.configMapWatches.length >= 2, 'the next (silent) watch', 5_000);

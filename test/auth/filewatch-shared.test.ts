@@ -2,12 +2,12 @@
 // the authentication and the registration both follow the serving CA, and two polls a minute were
 // two wake-ups of an idle server. Real files and real timers; the stat calls are counted on node's
 // own fs (syncBuiltinESMExports makes filewatch.ts's `statSync` import the counting one).
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs, { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { followedFiles, watchFileContent } from '../../src/auth/filewatch.js';
 import { sharedTimerStats } from '../../src/periodic/shared-timer.js';
 import { until } from '../support/deadline.js';
@@ -20,16 +20,22 @@ function replace(path: string, text: string): void {
   renameSync(`${path}.tmp`, path);
 }
 
-test('two callers of one file: one directory watch; a replacement reaches each once; stopping one leaves the other', async (t) => {
+/** A file holding `text` in a fresh directory, removed after the test: the path. */
+function fileIn(t: TestContext, name: string, text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'filewatch-shared-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'ca.crt');
-  writeFileSync(path, 'one');
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+test('two callers of one file: one directory watch; a replacement reaches each once; stopping one leaves the other', { timeout: 20_000 }, async (t) => {
+  const path = fileIn(t, 'ca.crt', 'one');
   const a: string[] = [];
   const b: string[] = [];
   const stopA = watchFileContent(path, 60_000, (text) => a.push(text), (e) => a.push(`error ${e.message}`));
   // The same file by another spelling of its path is the same followed file.
-  const stopB = watchFileContent(join(dir, '.', 'ca.crt'), 60_000, (text) => b.push(text), (e) => b.push(`error ${e.message}`));
+  const stopB = watchFileContent(join(dirname(path), '.', 'ca.crt'), 60_000, (text) => b.push(text), (e) => b.push(`error ${e.message}`));
   t.after(() => {
     stopA();
     stopB();
@@ -54,11 +60,8 @@ test('two callers of one file: one directory watch; a replacement reaches each o
   assert.deepEqual(followedFiles(), []);
 });
 
-test('each caller keeps its own baseline: one that starts after a change is not told of it', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'filewatch-shared-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'policy.yaml');
-  writeFileSync(path, 'one');
+test('each caller keeps its own baseline: one that starts after a change is not told of it', { timeout: 20_000 }, async (t) => {
+  const path = fileIn(t, 'policy.yaml', 'one');
   const a: string[] = [];
   const b: string[] = [];
   const stopA = watchFileContent(path, 60_000, (text) => a.push(text), () => undefined);
@@ -74,11 +77,8 @@ test('each caller keeps its own baseline: one that starts after a change is not 
   assert.deepEqual(b, ['three']);
 });
 
-test('two callers polling one file: one stat per poll, at the shorter interval, on the shared timer', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'filewatch-shared-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'ca.crt');
-  writeFileSync(path, 'one');
+test('two callers polling one file: one stat per poll, at the shorter interval, on the shared timer', { timeout: 20_000 }, async (t) => {
+  const path = fileIn(t, 'ca.crt', 'one');
   let stats = 0;
   const writable = fs as { statSync: (...a: unknown[]) => unknown };
   const realStatSync = writable.statSync;

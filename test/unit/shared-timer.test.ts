@@ -9,7 +9,7 @@ import { withDeadline } from '../support/deadline.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('jobs of one period registered apart run in one wake-up; a job of three periods joins every third; each keeps its period', async () => {
+test('jobs of one period registered apart run in one wake-up; a job of three periods joins every third; each keeps its period', { timeout: 20_000 }, async () => {
   const PERIOD = 300;
   const runs: Record<'a' | 'b' | 'c' | 'thrower', number[]> = { a: [], b: [], c: [], thrower: [] };
   // Set by job a, cleared by a setImmediate it queues: still set when b runs means b ran in a's turn.
