@@ -88,7 +88,10 @@ test('an edit costs three window record writes and at most four consistent reads
   // per edit. A change the mirror sees before the sandbox recorded its audit fact waits in the
   // record's staging list first (src/controllers/windows/staging.ts): one more write for it.
   assert.equal(writes, 3 * EDITS + staged, `window record writes for ${EDITS} edits`);
-  assert.ok(reads <= 4 * EDITS, `consistent reads of the window records for ${EDITS} edits: ${reads}, at most ${4 * EDITS}`);
+  // A staged change goes through one more round of transitions (staged, then joined once its fact
+  // is in), each decided on a consistent read like an edit's: it may cost as much as one edit.
+  // Clean-clone CI runs read 15-16 with none staged, 18-19 with one and 21 with two (under load).
+  assert.ok(reads <= 4 * (EDITS + staged), `consistent reads of the window records for ${EDITS} edits and ${staged} staged changes: ${reads}, at most ${4 * (EDITS + staged)}`);
   // One status write per commit (lastCommit), read consistently once: by the registry's update,
   // which refuses a stale copy. The controller's own read is the cache's (src/controllers/client.ts).
   assert.equal(targetWrites, EDITS, `GitTarget status writes for ${EDITS} edits`);
