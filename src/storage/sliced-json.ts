@@ -45,6 +45,33 @@ const WIDE = new WeakMap<object, number>();
 /** Own-key size from which an object is remembered in WIDE. */
 const WIDE_CHARS = 4 * 1024;
 
+/** Key count from which sizeWithin hands its listing of an object to the Writer that serializes it. */
+const LISTED_KEYS = 1024;
+/**
+ * The key list sizeWithin made last of an object of LISTED_KEYS keys or more: a log record is
+ * measured (durable-log.ts append) and then serialized by a Writer, which would list the same keys
+ * again (~50 ms for 150,000). One slot, emptied by the Writer that takes it or replaced by the next
+ * wide listing, so at most one list is held.
+ */
+let lastListing: { of: object; keys: string[] } | undefined;
+
+/** Object.keys(x), taken from lastListing when sizeWithin just listed `x`. */
+function keysOf(x: object): string[] {
+  const listed = lastListing;
+  if (listed?.of === x) {
+    lastListing = undefined;
+    return listed.keys;
+  }
+  return Object.keys(x);
+}
+
+/** What the keys of an object write at least: braces, and per key its quotes, colon and comma. */
+function ownChars(keys: readonly string[]): number {
+  let n = 2;
+  for (const k of keys) n += k.length + 4;
+  return n;
+}
+
 /** About how many characters `v` serializes to, counted up to `limit` (past it: Infinity). */
 export function sizeWithin(v: unknown, limit: number = SMALL): number {
   if (typeof v === 'string') return v.length + 2 > limit ? Infinity : v.length + 2;
@@ -71,14 +98,19 @@ export function sizeWithin(v: unknown, limit: number = SMALL): number {
       const wide = WIDE.get(x);
       if (wide !== undefined && size + wide > limit) return Infinity;
       size += 2;
-      let own = 2;
       // Object.keys: the own enumerable keys JSON.stringify writes; for...in checks each key again
       // on an object in dictionary mode (every object of thousands of keys), and is slower for `{}`.
-      for (const k of Object.keys(x)) {
+      const keys = Object.keys(x);
+      if (keys.length >= LISTED_KEYS) lastListing = { of: x, keys };
+      for (const k of keys) {
         size += k.length + 4;
-        own += k.length + 4;
         if (size > limit) {
-          if (own >= WIDE_CHARS) WIDE.set(x, Math.max(own, wide ?? 0));
+          // Remember what all the keys write, not only those counted so far: the count stops at
+          // the limit, so a bound of about `limit` did not stop the next walk, from an ancestor
+          // or of this object itself, which listed every key again (five listings of 150,000 keys
+          // per log record). Adding up the lengths costs ~1 ms next to the listing's ~50.
+          const all = ownChars(keys);
+          if (all >= WIDE_CHARS) WIDE.set(x, Math.max(all, wide ?? 0));
           return Infinity;
         }
         stack.push((x as Record<string, unknown>)[k]);
@@ -113,6 +145,17 @@ export async function stringifySliced(value: unknown, out: HashedBytes): Promise
   const w = new Writer(out);
   await w.value(value, false);
   w.flush();
+}
+
+/**
+ * Whether `v` serializes to `{}` for want of members: a plain object with no enumerable key. An
+ * object known to be wide is not asked: for...in of an object in dictionary mode lists every key
+ * before the first (test/unit/sliced-json.test.ts counts the listings).
+ */
+function isEmptyPlainObject(v: unknown): boolean {
+  if (v === null || typeof v !== 'object' || WIDE.has(v) || Object.getPrototypeOf(v) !== Object.prototype) return false;
+  for (const _ in v) return false;
+  return true;
 }
 
 /** One turn of the event loop (timers and I/O run before the work goes on). */
@@ -186,13 +229,16 @@ class Writer {
     this.raw('{');
     let first = true;
     let i = 0;
-    for (const k of Object.keys(v)) {
+    for (const k of keysOf(v)) {
       const e = (v as Record<string, unknown>)[k];
       if (e === undefined || typeof e === 'function' || typeof e === 'symbol') continue;
       const name = first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
       first = false;
-      // The shared fieldsV1 leaf (shared-values.ts) without a size estimate or a clock read.
-      if (e === LEAF) {
+      // The shared fieldsV1 leaf (shared-values.ts), or any other empty plain object (a parsed
+      // fieldsV1 past shared-values.ts SHARE_BUDGET keeps its own), without a size estimate or a
+      // clock read: the estimate's stack, WeakMap look-ups and key list per member of 150,000 were
+      // most of the CPU of such an object's log line (test/storage/embedded-snapshot-delay.test.ts).
+      if (e === LEAF || isEmptyPlainObject(e)) {
         this.raw(`${name}{}`);
         if ((++i & 63) === 0 && performance.now() >= this.deadline) await this.tick();
         continue;
@@ -235,7 +281,7 @@ class Writer {
     };
     for (let i = 0; i < items.length; i++) {
       const e = row(items[i]!);
-      const size = sizeWithin(e);
+      const size = typeof e === 'string' ? e.length + 2 : sizeWithin(e);
       if (size <= SMALL) {
         if (runSize + size > SMALL) {
           endRun();

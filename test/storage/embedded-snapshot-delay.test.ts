@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createEmbeddedStore } from '../../src/storage/embedded.js';
 import type { KubeObject } from '../../src/storage/types.js';
 import { CM, GT, cm, key } from './contract.js';
@@ -28,6 +30,15 @@ interface Delays {
   wallMs: number;
   cpuMs: number;
 }
+
+/**
+ * A full garbage collection, so that a measured try does not pay for the heap's earlier growth.
+ * node --test runs each test file in its own process, so exposing gc here touches no other file.
+ */
+const collect: () => void = (() => {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();
 
 function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -101,9 +112,13 @@ test('embedded: a snapshot of 50 MiB in 1,000 objects and the append of one 3 Mi
   // One object as wide as it is long: a server-side apply of such a list stores managedFields with
   // one key per finalizer (fieldsV1 `v:"…"` keys). Its sliced serialization (sliced-json.ts) cost
   // 24 times one JSON.stringify of it at load 16 (an await per key, and the keys listed again for
-  // every ancestor's size estimate); now about 5-6 times. Its CPU is held to 7 times JSON.stringify
-  // of the same object measured in this process, which the machine's load scales alike.
-  // The first such object also pays for compiling that path: one is stored before the one measured.
+  // every ancestor's size estimate), then 5-7 times (five listings of its 150,000 keys per record,
+  // and a size estimate per empty member: CI read 7.25 once); now 1.5-2.5 times (one listing,
+  // test/unit/sliced-json.test.ts). Its CPU is held to 4 times JSON.stringify of the same object
+  // measured in this process, which the machine's load scales alike; both are the least of their
+  // tries, each after a full collection: by hand, a try that a mark-compact of the ~200 MiB heap
+  // (the store holds each wide object) landed in used 5 times the CPU of the others.
+  // The first such object also pays for compiling that path: one is stored before the ones measured.
   const wideObject = (name: string): KubeObject => ({
     ...cm(name),
     metadata: { name, namespace: 'default', finalizers, managedFields: [{ manager: 'm', operation: 'Apply', fieldsV1: { 'f:metadata': { 'f:finalizers': Object.fromEntries([...finalizers].sort().map((f) => [`v:${JSON.stringify(f)}`, {}])) } } }] },
@@ -112,19 +127,26 @@ test('embedded: a snapshot of 50 MiB in 1,000 objects and the append of one 3 Mi
   const wide = wideObject('wide');
   let nativeMs = Infinity;
   for (let i = 0; i < 3; i++) {
+    collect();
     const c0 = process.cpuUsage();
     JSON.stringify(wide);
     const c = process.cpuUsage(c0);
     nativeMs = Math.min(nativeMs, (c.user + c.system) / 1000);
   }
-  const wideAppend = await loopDelays(() => s.create(CM, key('wide'), wide));
-  const wideBase = await idle(Math.max(300, wideAppend.wallMs));
-  t.diagnostic(`append of a ${(JSON.stringify(wide).length / 2 ** 20).toFixed(1)} MiB object with ${finalizers.length} fieldsV1 keys: ${describe(wideAppend, wideBase)}; JSON.stringify of it ${nativeMs.toFixed(0)} ms of CPU`);
-  assert.ok(wideAppend.cpuMs <= 7 * Math.max(nativeMs, 20), `wide append: CPU ${wideAppend.cpuMs.toFixed(0)} ms, JSON.stringify ${nativeMs.toFixed(0)} ms`);
-  // The delay is reported, not bounded: listing the 150,000 keys (Object.keys: the size estimate
-  // and the walk each list them, in separate turns) is one step of 40-60 ms of CPU, and the
-  // walk's garbage is collected in pauses of tens of ms; at load 12-16 the scaled maximum read
-  // 110-190 ms (before: 170-220 ms of CPU at once, and the CPU bound above failed at 24 times).
+  let wideAppend: Delays | undefined;
+  for (const name of ['wide', 'wide-again']) {
+    const object = name === 'wide' ? wide : wideObject(name);
+    collect();
+    const d = await loopDelays(() => s.create(CM, key(name), object));
+    if (!wideAppend || d.cpuMs < wideAppend.cpuMs) wideAppend = d;
+  }
+  const wideBase = await idle(Math.max(300, wideAppend!.wallMs));
+  t.diagnostic(`append of a ${(JSON.stringify(wide).length / 2 ** 20).toFixed(1)} MiB object with ${finalizers.length} fieldsV1 keys: ${describe(wideAppend!, wideBase)}; JSON.stringify of it ${nativeMs.toFixed(0)} ms of CPU`);
+  assert.ok(wideAppend!.cpuMs <= 4 * Math.max(nativeMs, 20), `wide append: CPU ${wideAppend!.cpuMs.toFixed(0)} ms, JSON.stringify ${nativeMs.toFixed(0)} ms`);
+  // Its longest step is the one listing of the 150,000 keys (Object.keys, in the size estimate
+  // durable-log.ts append makes): 30-45 ms of CPU. Before, with five listings and the collections
+  // of their garbage, it read 110-290 ms and was reported, not bounded.
+  assert.ok(within(wideAppend!.max, wideAppend!, wideBase, 100), `wide append: ${describe(wideAppend!, wideBase)}`);
 
   // All of it is what a restart reads back.
   await s.close();
@@ -133,7 +155,7 @@ test('embedded: a snapshot of 50 MiB in 1,000 objects and the append of one 3 Mi
   assert.deepEqual((await again.get(CM, key('large')))?.metadata.finalizers, finalizers);
   assert.deepEqual((await again.get(CM, key('wide')))?.metadata.managedFields, wide.metadata.managedFields);
   assert.deepEqual((await again.get(CM, key('bulky-999')))?.data, bulky("bulky-999", 52).data);
-  assert.equal((await again.list(CM)).items.length, 1_004);
+  assert.equal((await again.list(CM)).items.length, 1_005);
 });
 
 test('embedded: a log worth compacting is compacted once writes stop; nothing is scheduled at rest', { timeout: 120_000 }, async (t) => {
