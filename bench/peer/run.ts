@@ -27,6 +27,7 @@ import { agentFor, fmt, request, type Target } from '../common/load.js';
 import { cleanup, freePort, rssMiB, spawnChild, startChild, startRedis, tempDir, type Child } from '../common/proc.js';
 import { processSchedCpuMs, processSchedRuns } from '../common/cpu.js';
 import { beginRun, machineFacts, REPO_ROOT } from '../common/results.js';
+import { imageEnv, imageMain, imageNodeArgs } from '../common/image.js';
 import { pool, GV } from '../scale/tenants.js';
 
 const argv = process.argv.slice(2);
@@ -40,39 +41,14 @@ const REST_MS = Number(opt('rest-seconds') ?? (quick ? 10 : 60)) * 1000;
  * still showed as 6–15 ms of CPU a second (load ~19), so the steady state is measured a minute later.
  */
 const SETTLE_MS = quick ? 5_000 : 60_000;
-/**
- * The server's entry as the image runs it (the Dockerfile's ENTRYPOINT: dist/bundle/main.js, the
- * bundle scripts/bundle.mjs writes), unless BENCH_SERVER_MAIN names another (e.g. dist/src/cli/main.js,
- * the unbundled tsc output). The source sandbox runs the same entry.
- */
-const MAIN = (() => {
-  if (process.env.BENCH_SERVER_MAIN) return process.env.BENCH_SERVER_MAIN;
-  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1];
-  const main = entry ? (JSON.parse(entry) as string[]).find((a) => a.endsWith('main.js')) : undefined;
-  return main ? join(REPO_ROOT, main) : fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-})();
+/** The image's entry (bench/common/image.ts); the source sandbox runs the same entry. */
+const MAIN = imageMain(fileURLToPath(new URL('../../src/cli/main.js', import.meta.url)));
 const NS = 'peer';
 const log = (s: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const dockerfile = () => readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
-/**
- * The server's node flags: the container image's (the Dockerfile's ENTRYPOINT, so the bench measures
- * the server as it is shipped), or BENCH_SERVER_NODE_ARGS when set (e.g. '' for node's defaults).
- */
-function nodeArgs(): string[] {
-  if (process.env.BENCH_SERVER_NODE_ARGS !== undefined) return process.env.BENCH_SERVER_NODE_ARGS.split(' ').filter(Boolean);
-  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile())?.[1];
-  const argv = entry ? (JSON.parse(entry) as string[]) : [];
-  return argv.slice(1, argv.findIndex((a) => a.endsWith('main.js')));
-}
 /** More server flags for an experiment (BENCH_SERVER_ARGS, space-separated), e.g. '--replica-lease-ttl=60s'; none by default. */
 function extraServerArgs(): string[] {
   return (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
-}
-/** The image's `ENV K=V` lines, unless BENCH_SERVER_IMAGE_ENV=off (node's and glibc's defaults). */
-function imageEnv(): Record<string, string> {
-  if (process.env.BENCH_SERVER_IMAGE_ENV === 'off') return {};
-  return Object.fromEntries([...dockerfile().matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
 }
 const tls = (certDir: string) => ({ ca: readFileSync(join(certDir, 'ca.crt'), 'utf8'), cert: readFileSync(join(certDir, 'admin.crt'), 'utf8'), key: readFileSync(join(certDir, 'admin.key'), 'utf8') });
 
@@ -104,7 +80,7 @@ interface Start {
 /** Spawns the server and polls /readyz, then a GET of GitTargets, every 10 ms. */
 async function spawnTimed(args: string[]): Promise<{ child: Child; start: Start; t: Target }> {
   const t0 = performance.now();
-  const child = spawnChild(process.execPath, [...nodeArgs(), MAIN, ...args], { env: { ...process.env, ...imageEnv() } });
+  const child = spawnChild(process.execPath, [...imageNodeArgs(), MAIN, ...args], { env: { ...process.env, ...imageEnv() } });
   const { proc } = child;
   const certDir = args[args.indexOf('--cert-dir') + 1]!;
   const port = Number(args[args.indexOf('--secure-port') + 1]);
@@ -255,7 +231,7 @@ async function benchSize(n: number, tmp: string, redisUrl: string, order: number
     title: `One GitTarget mirroring ${n.toLocaleString('en-US')} ConfigMaps, against the Go operator's figures`,
     columns: { value: 'ours', baseline: 'Go operator (recorded)' },
     order,
-    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', main: MAIN.slice(REPO_ROOT.length), source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: nodeArgs(), env: imageEnv(), quick },
+    params: { objects: n, settleMs: SETTLE_MS, restMs: REST_MS, storage: 'redis', main: MAIN.slice(REPO_ROOT.length), source: 'reverser-apiserver sandbox (separate process, --kubeconfig)', peer: PEER, nodeArgs: imageNodeArgs(), env: imageEnv(), quick },
     started,
   });
   run.samples('start ms to /readyz, to GET (fresh, restart)', [first.start.readyMs, first.start.getMs, restart.readyMs, restart.getMs]);
