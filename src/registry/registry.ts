@@ -38,7 +38,7 @@ const MAX_PATCH_RETRIES = 5;
 export class Registry {
   readonly ref: ResourceRef;
   readonly gr: status.GroupResource & { kind: string };
-  /** Per logical cluster: the tail of the creates running one at a time (strategy.serializeCreates). */
+  /** Per logical cluster or namespace: the tail of the creates running one at a time (strategy.serializeCreates). */
   private readonly createLocks = new Map<string, Promise<void>>();
   private readonly validator: SchemaValidator;
   /** managedFields bookkeeping and server-side apply (src/registry/apply/). */
@@ -124,7 +124,9 @@ export class Registry {
     }
     if (obj.metadata.finalizers?.length === 0) delete obj.metadata.finalizers;
     dropEmptyMaps(obj.metadata);
-    return this.serialized(this.strategy.serializeCreates ? ctx.cluster : undefined, () => this.admitAndCreate(ctx, namespace, obj, opts, warnings, hasName, appliedManaged));
+    const scope = this.strategy.serializeCreates;
+    const lock = scope === 'cluster' ? ctx.cluster : scope === 'namespace' ? `${ctx.cluster}/${namespace}` : undefined;
+    return this.serialized(lock, () => this.admitAndCreate(ctx, namespace, obj, opts, warnings, hasName, appliedManaged));
   }
 
   /** Runs `fn` after every earlier call with the same `key` settled (none: at once). In-process only. */

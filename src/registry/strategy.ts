@@ -26,10 +26,12 @@ export interface ResourceStrategy {
   warningsOnCreate(obj: KubeObject): string[];
   warningsOnUpdate(obj: KubeObject, old: KubeObject): string[];
   /**
-   * Creates in one logical cluster run one at a time in this process, from admitCreate to the
-   * store's answer, so a quota counted in admitCreate is never passed by two creates at once (quota.ts).
+   * Creates in one logical cluster ('cluster'), or in one namespace of it ('namespace'), run one at
+   * a time in this process, from admitCreate to the store's answer, so a quota counted in
+   * admitCreate over that scope is never passed by two creates at once (quota.ts). Unset: creates
+   * run concurrently (one at a time, each waits for the store's round trip of the one before).
    */
-  readonly serializeCreates?: boolean;
+  readonly serializeCreates?: 'cluster' | 'namespace';
   /** Checks that need the caller or other objects (assert-author, namespace existence); after validation, also on dryRun. */
   admitCreate?(ctx: RequestContext, obj: KubeObject, opts: WriteOptions): Promise<void>;
   admitUpdate?(ctx: RequestContext, obj: KubeObject, old: KubeObject, subresource: string): Promise<void>;

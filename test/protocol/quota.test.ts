@@ -86,3 +86,17 @@ test('on Redis (where counting awaits the network), ten concurrent creates into 
   }
   assert.equal((await names('race')).length, 3);
 });
+
+test('with only per-namespace quotas, creates are serialized per namespace: ten at once into each of two namespaces allowed three store exactly three each', { timeout: 60_000 }, async (t) => {
+  const redis = await startRedis();
+  t.after(() => redis.stop());
+  const srv = await startServer(['--storage=redis', `--redis-url=${redis.url}`, '--max-gittargets-per-namespace=3', '--max-gittargets-per-cluster=0']);
+  t.after(() => srv.stop());
+  const create = (ns: string, body: unknown) => srv.request('POST', base(ns), { body });
+  const names = async (ns: string) => ((await srv.get(base(ns))).body.items as Array<{ metadata: { name: string } }>).map((o) => o.metadata.name).sort();
+  const raced = await Promise.all(['a', 'b'].flatMap((ns) => Array.from({ length: 10 }, (_, i) => create(ns, gitTarget(`r-${i}`, ns)).then((r) => [ns, r.status] as const))));
+  for (const ns of ['a', 'b']) {
+    assert.deepEqual(raced.filter(([n]) => n === ns).map(([, s]) => s).sort(), [201, 201, 201, 403, 403, 403, 403, 403, 403, 403], ns);
+    assert.equal((await names(ns)).length, 3, ns);
+  }
+});
