@@ -3,9 +3,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
-import { gitTarget, ns, pool, startServer, type StartedServer } from '../support/server.js';
+import { gitTarget, ns, pool, rawBody, startServer, type StartedServer } from '../support/server.js';
 import { Kubectl, kubectlBinary } from '../support/kubectl.js';
-import { withDeadline } from '../support/deadline.js';
 
 const N = 400;
 let server: StartedServer;
@@ -21,16 +20,7 @@ before(async () => {
 after(() => server?.stop());
 
 /** Raw response: status, headers and the undecoded body bytes. */
-async function raw(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; bytes: Buffer }> {
-  const res = await server.stream(path, headers);
-  const chunks: Buffer[] = [];
-  await withDeadline(new Promise<void>((resolve, reject) => {
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', resolve);
-    res.on('error', reject);
-  }), `the body of ${path}`);
-  return { status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(chunks) };
-}
+const raw = (path: string, headers: Record<string, string>) => rawBody(server, path, headers);
 
 test('a LIST over 128 KiB is gzip-compressed when Accept-Encoding allows it; identical once decompressed', async () => {
   const plain = await raw(ns('gz'), { accept: 'application/json' });

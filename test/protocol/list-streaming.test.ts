@@ -10,7 +10,7 @@ import { connect, constants as h2constants } from 'node:http2';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { RESOURCES } from '../../src/api/resources.js';
 import { table } from '../../src/apiserver/representation.js';
-import { gitTarget, ns, pool, startServer, type StartedServer } from '../support/server.js';
+import { gitTarget, ns, pool, rawBody, startServer, type StartedServer } from '../support/server.js';
 import { until, withDeadline } from '../support/deadline.js';
 
 const N = 40; // about 330 KB: over the 128 KiB gzip threshold, so the streamed path
@@ -38,16 +38,8 @@ before(async () => {
 });
 after(() => server?.stop());
 
-async function raw(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; bytes: Buffer }> {
-  const res = await server.stream(path, headers);
-  const chunks: Buffer[] = [];
-  await withDeadline(new Promise<void>((resolve, reject) => {
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', resolve);
-    res.on('error', reject);
-  }), `the body of ${path}`);
-  return { status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(chunks) };
-}
+/** Raw response: status, headers and the undecoded body bytes. */
+const raw = (path: string, headers: Record<string, string>) => rawBody(server, path, headers);
 
 /** The buffered serialization the server used to send: the whole value, compact or `?pretty`. */
 const buffered = (value: unknown, pretty = false) => Buffer.from(pretty ? `${JSON.stringify(value, null, 2)}\n` : JSON.stringify(value));

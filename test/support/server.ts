@@ -70,6 +70,18 @@ export interface StartedServer {
 
 export { freePort };
 
+/** GET `path` through `server.stream`: status, headers and the undecoded body bytes (gzip left as sent). */
+export async function rawBody(server: Pick<StartedServer, 'stream'>, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; bytes: Buffer }> {
+  const res = await server.stream(path, headers);
+  const chunks: Buffer[] = [];
+  await withDeadline(new Promise<void>((resolve, reject) => {
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', resolve);
+    res.on('error', reject);
+  }), `the body of ${path}`);
+  return { status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(chunks) };
+}
+
 export interface StartOptions {
   /** `sandbox` runs `reverser-apiserver sandbox` (kubeconfig <data-dir>/sandbox.kubeconfig). */
   command?: 'serve' | 'sandbox';
