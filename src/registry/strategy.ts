@@ -29,7 +29,7 @@ export interface ResourceStrategy {
    * Creates in one logical cluster ('cluster'), or in one namespace of it ('namespace'), run one at
    * a time in this process, from admitCreate to the store's answer, so a quota counted in
    * admitCreate over that scope is never passed by two creates at once (quota.ts). Unset: creates
-   * run concurrently (one at a time, each waits for the store's round trip of the one before).
+   * run concurrently (serialized, each would wait for the store's round trip of the one before).
    */
   readonly serializeCreates?: 'cluster' | 'namespace';
   /** Checks that need the caller or other objects (assert-author, namespace existence); after validation, also on dryRun. */

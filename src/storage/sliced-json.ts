@@ -50,8 +50,8 @@ const LISTED_KEYS = 1024;
 /**
  * The key list sizeWithin made last of an object of LISTED_KEYS keys or more: a log record is
  * measured (durable-log.ts append) and then serialized by a Writer, which would list the same keys
- * again (~50 ms for 150,000). One slot, emptied by the Writer that takes it or replaced by the next
- * wide listing, so at most one list is held.
+ * again (~50 ms for 150,000). One slot, emptied by the Writer that takes it, else replaced by the
+ * next wide listing: at most one list (and the object it lists) is held.
  */
 let lastListing: { of: object; keys: string[] } | undefined;
 
@@ -155,7 +155,8 @@ export async function stringifySliced(value: unknown, out: HashedBytes): Promise
 function isEmptyPlainObject(v: unknown): boolean {
   if (v === null || typeof v !== 'object' || WIDE.has(v) || Object.getPrototypeOf(v) !== Object.prototype) return false;
   for (const _ in v) return false;
-  return true;
+  // A toJSON that for...in does not list (not enumerable) would still be called by JSON.stringify.
+  return typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 }
 
 /** One turn of the event loop (timers and I/O run before the work goes on). */

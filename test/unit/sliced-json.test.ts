@@ -25,6 +25,8 @@ function wideLeaves(n: number): Record<string, unknown> {
 test('members that look empty are written as JSON.stringify writes them', { timeout: 30_000 }, async () => {
   const hidden = {};
   Object.defineProperty(hidden, 'secret', { value: 1, enumerable: false });
+  const hiddenToJSON = {};
+  Object.defineProperty(hiddenToJSON, 'toJSON', { value: () => 'hidden', enumerable: false });
   const odd: Record<string, unknown> = {
     plain: {},
     nullProto: Object.create(null),
@@ -32,6 +34,7 @@ test('members that look empty are written as JSON.stringify writes them', { time
     inheritedToJSON: Object.create({ toJSON: () => 42 }),
     inheritedKey: Object.create({ inherited: 1 }),
     nonEnumerable: hidden,
+    nonEnumerableToJSON: hiddenToJSON,
     symbolKey: { [Symbol('s')]: 1 },
     date: new Date(0),
     array: [],
