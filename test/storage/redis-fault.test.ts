@@ -83,6 +83,26 @@ test('redis: kill redis-server while 4 clients write; nothing acknowledged is lo
   await again.until(() => again.rvs().includes(rvOf(n)), 'a live event after recovery');
 });
 
+test('redis: back after an outage with nothing written since, the store is healthy again within seconds', { timeout: 60_000 }, async (t) => {
+  const srv = await startRedis({ appendonly: true });
+  t.after(() => srv.stop());
+  const s = await createRedisStore({ url: srv.url, keyPrefix: 'quiet', commandTimeoutMs: 2000 });
+  t.after(() => s.close());
+  const w = new Collector();
+  await s.watch(CM, { fromRV: 0 }, w.cb); // the follower blocks on the ConfigMaps' log
+  await s.create(CM, key('before'), cm('before'));
+  await srv.kill();
+  await until(() => s.unhealthyReason() !== undefined, 'the store to see the outage', 20_000, 5);
+  // Both connections closed with the server; the follower's XREAD failed with the same close.
+  await new Promise((r) => setTimeout(r, 500));
+  await srv.restart();
+  // No write follows: the follower's first XREAD after the outage must not wait for one (it did,
+  // for FOLLOW_BLOCK_MS, 60 s, with /readyz failing meanwhile).
+  const back = performance.now();
+  await until(() => s.unhealthyReason() === undefined, 'the store to be healthy again', 5_000, 5);
+  t.diagnostic(`healthy ${(performance.now() - back).toFixed(0)} ms after Redis was back`);
+});
+
 test('redis: a hung redis-server fails requests within the command timeout, then recovers', async (t) => {
   const srv = await startRedis();
   t.after(() => srv.stop());
