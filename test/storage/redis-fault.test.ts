@@ -97,7 +97,7 @@ test('redis: back after an outage with nothing written since, the store is healt
   await new Promise((r) => setTimeout(r, 500));
   await srv.restart();
   // No write follows: the follower's first XREAD after the outage must not wait for one (it did,
-  // for FOLLOW_BLOCK_MS, 60 s, with /readyz failing meanwhile).
+  // for FOLLOW_BLOCK_MS, 60 s, with /readyz failing meanwhile); it blocks 500 ms at most.
   const back = performance.now();
   await until(() => s.unhealthyReason() === undefined, 'the store to be healthy again', 5_000, 5);
   t.diagnostic(`healthy ${(performance.now() - back).toFixed(0)} ms after Redis was back`);

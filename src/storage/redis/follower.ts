@@ -308,13 +308,12 @@ export class RedisCacheFollower {
         this.blocked = true;
         this.covered = sts.length;
         this.coveredMembers = members;
-        const block = this.deps.sub instanceof Cluster ? 500 : FOLLOW_BLOCK_MS; // no CLIENT UNBLOCK on Cluster
-        // After an outage the first XREAD does not block: its answer is what shows the follower
-        // recovered (recovered() below), and a blocking one waited for the next write, up to
-        // FOLLOW_BLOCK_MS with /readyz failing, when none came (test/storage/redis-fault.test.ts).
-        const r = (this.error
-          ? await this.deps.sub.xread('COUNT', 1000, 'STREAMS', ...keys, ...ids)
-          : await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...keys, ...ids)) as [string, Raw[]][] | null;
+        // No CLIENT UNBLOCK on Cluster: its XREAD blocks 500 ms. After an outage so does the first
+        // one: its answer is what shows the follower recovered (recovered() below), and one that
+        // blocked FOLLOW_BLOCK_MS waited for the next write, up to 60 s with /readyz failing, when
+        // none came (test/storage/redis-fault.test.ts).
+        const block = this.deps.sub instanceof Cluster || this.error ? 500 : FOLLOW_BLOCK_MS;
+        const r = (await this.deps.sub.xread('COUNT', 1000, 'BLOCK', block, 'STREAMS', ...keys, ...ids)) as [string, Raw[]][] | null;
         this.blocked = false;
         if (this.error) {
           await this.recovered();
