@@ -39,18 +39,30 @@ test('isBase64 agrees with the strict oracle on tricky and random strings', { ti
 test('isBase64 costs under half of the ajv-formats regex on a 3 MiB value (same run)', { timeout: 60_000 }, () => {
   const value = Buffer.alloc(2_300_000, 7).toString('base64');
   const cpu = (fn: (s: string) => boolean) => {
-    const times: number[] = [];
-    for (let i = 0; i < 7; i++) {
-      const t = process.cpuUsage();
-      assert.equal(fn(value), true);
-      const d = process.cpuUsage(t);
-      times.push(d.user + d.system);
-    }
-    return times.sort((a, b) => a - b)[3];
+    const t = process.cpuUsage();
+    assert.equal(fn(value), true);
+    const d = process.cpuUsage(t);
+    return d.user + d.system;
   };
-  const ours = cpu(isBase64);
-  const theirs = cpu(ajvByte);
-  assert.ok(ours < theirs / 2, `isBase64 ${ours} µs against ajv-formats ${theirs} µs`);
+  // Both warmed first (the regex's first two runs cost ~10 times its later ones), then measured in
+  // alternation, so that the machine's load falls on both sides alike: the ratio of each round,
+  // median of 9. Measured one side after the other, CI under load once read 3,494 against 5,213 µs
+  // (typical: ~2,000 against ~4,700).
+  for (let i = 0; i < 3; i++) cpu(isBase64), cpu(ajvByte);
+  const rounds = Array.from({ length: 9 }, (_, i) => {
+    let ours: number;
+    let theirs: number;
+    if (i % 2 === 0) {
+      ours = cpu(isBase64);
+      theirs = cpu(ajvByte);
+    } else {
+      theirs = cpu(ajvByte);
+      ours = cpu(isBase64);
+    }
+    return { ours, theirs, ratio: ours / theirs };
+  });
+  const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[4]!;
+  assert.ok(median.ratio < 0.5, `isBase64 ${median.ours} µs against ajv-formats ${median.theirs} µs (median ratio of 9 rounds: ${median.ratio.toFixed(2)})`);
 });
 
 test('a Secret is validated with it: "!!!\\n" is refused with the field named, a folded value passes', () => {
